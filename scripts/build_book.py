@@ -1,0 +1,66 @@
+"""Build the Jupyter Book (the last DVC stage).
+
+    python scripts/build_book.py
+
+1. Renders the claims table from ``data/claims/*.json`` into ``book/_generated/claims.md``.
+2. Vendors MathJax 3.2.2 (PyPI ``django-static-mathjax``) into ``book/_mathjax`` so the book
+   typesets math with no network.
+3. Runs ``jupyter-book build book/`` on the notebooks papermill already executed.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from importlib.util import find_spec
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from geolib.claims import claims_markdown, read_claims  # noqa: E402
+
+BOOK = ROOT / "book"
+
+
+def vendor_mathjax(dest: Path) -> Path:
+    spec = find_spec("mathjax")
+    if spec is None or spec.origin is None:
+        raise SystemExit("django-static-mathjax is not installed (pip install -e .)")
+    source = Path(spec.origin).parent / "static" / "mathjax" / "es5"
+    if not (source / "tex-chtml.js").is_file():
+        raise SystemExit(f"MathJax es5 tree not found under {source}")
+    target = dest / "mathjax" / "es5"
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(source, target)
+    return target
+
+
+def main() -> int:
+    claim_files = sorted((ROOT / "data" / "claims").glob("*.json"))
+    generated = BOOK / "_generated"
+    generated.mkdir(exist_ok=True)
+    (generated / "claims.md").write_text(claims_markdown(read_claims(claim_files)))
+    vendor_mathjax(BOOK / "_mathjax")
+    missing = [
+        line.split("file:", 1)[1].strip()
+        for line in (BOOK / "_toc.yml").read_text().splitlines()
+        if "file: chapters/" in line
+        and not (BOOK / (line.split("file:", 1)[1].strip() + ".ipynb")).is_file()
+    ]
+    if missing:
+        raise SystemExit(f"executed notebooks missing (run their stages first): {missing}")
+    html = BOOK / "_build" / "html"
+    if html.exists():
+        shutil.rmtree(html)  # a clean build: no page left over from a removed chapter
+    jb = Path(sys.executable).parent / "jupyter-book"
+    cmd = [str(jb), "build", str(BOOK), "--path-output", str(BOOK), "--all"]
+    subprocess.run(cmd, check=True, cwd=ROOT)
+    print(f"book: {html / 'index.html'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

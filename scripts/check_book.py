@@ -1,0 +1,107 @@
+"""Open the built book in headless Chromium and check that it reads offline.
+
+    python scripts/check_book.py [book/_build/html]
+
+For the index and every chapter page: the page is served from 127.0.0.1, Chromium loads it
+with all other hosts unresolvable, and the check fails if the browser asked for anything not
+on the local server (from Chromium's net log), if any local request failed (404), or if math
+was left untypeset (every ``.math`` element must contain a MathJax ``mjx-container``).
+Needs Debian's ``chromium`` package.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+    "--virtual-time-budget=15000",
+]
+
+
+class _Server(http.server.ThreadingHTTPServer):
+    failures: list[str]
+
+
+def _handler(root: Path):
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, fmt, *args):  # quiet, but remember failures
+            if len(args) > 1 and str(args[1]).startswith(("4", "5")):
+                self.server.failures.append(f"{args[1]} {self.path}")
+
+    return functools.partial(Handler, directory=str(root))
+
+
+def external_requests(netlog: Path, origin: str) -> list[str]:
+    """URLs in a Chromium net log that are neither the local origin nor browser-internal."""
+    text = netlog.read_text(errors="replace")
+    urls = set(re.findall(r'"url":"([^"]+)"', text))
+    internal = (origin, "data:", "about:", "chrome:", "chrome-extension:", "blob:")
+    return sorted(u for u in urls if not u.startswith(internal))
+
+
+def check_page(chromium: str, url: str, origin: str, workdir: Path) -> list[str]:
+    netlog = workdir / "netlog.json"
+    cmd = [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={workdir / 'profile'}",
+           f"--log-net-log={netlog}", "--dump-dom", url]  # fmt: skip
+    dom = subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
+    problems = [f"external request: {u}" for u in external_requests(netlog, origin)]
+    n_math = len(re.findall(r'class="math[ "]', dom))
+    n_rendered = len(re.findall(r"<mjx-container", dom))
+    if n_rendered < n_math:
+        problems.append(f"math not typeset: {n_math} math elements, {n_rendered} rendered")
+    if "<body" not in dom:
+        problems.append("page did not load")
+    return problems
+
+
+def main(argv: list[str]) -> int:
+    root = Path(argv[0] if argv else "book/_build/html").resolve()
+    if not (root / "index.html").is_file():
+        print(f"no built book at {root} (run `dvc repro` first)", file=sys.stderr)
+        return 2
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        print("chromium not found: apt-get install chromium", file=sys.stderr)
+        return 2
+    server = _Server(("127.0.0.1", 0), _handler(root))
+    server.failures = []
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    origin = f"http://127.0.0.1:{server.server_address[1]}/"
+    pages = ["index.html", *sorted(p.relative_to(root).as_posix() for p in root.glob("chapters/*.html"))]
+    report: dict[str, list[str]] = {}
+    for page in pages:
+        with tempfile.TemporaryDirectory() as tmp:
+            report[page] = check_page(chromium, origin + page, origin, Path(tmp))
+    server.shutdown()
+    if server.failures:
+        report["local server"] = sorted(set(server.failures))
+    bad = {k: v for k, v in report.items() if v}
+    for page in pages:
+        print(f"{'FAIL' if report[page] else 'ok  '} {page}")
+    if bad:
+        print(json.dumps(bad, indent=2), file=sys.stderr)
+        return 1
+    print(f"book reads offline: {len(pages)} pages, no external requests, all math typeset")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
