@@ -74,7 +74,9 @@ def read_claims(paths: list[str | Path]) -> dict[str, Claim]:
         for row in json.loads(path.read_text()):
             claim = Claim(**row)
             if claim.claim_id in seen:
-                raise ValueError(f"claim {claim.claim_id} written by both {seen[claim.claim_id]} and {path}")
+                raise ValueError(
+                    f"claim {claim.claim_id} written by both {seen[claim.claim_id]} and {path}"
+                )
             seen[claim.claim_id] = path
             table[claim.claim_id] = claim
     return table

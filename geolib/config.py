@@ -38,7 +38,9 @@ def stage_params(
     merged = {**data.get("common", {}), **data[stage]}
     for key, value in (overrides or {}).items():
         if key not in merged:
-            raise KeyError(f"unknown parameter {key!r} for stage {stage!r}; known: {sorted(merged)}")
+            raise KeyError(
+                f"unknown parameter {key!r} for stage {stage!r}; known: {sorted(merged)}"
+            )
         merged[key] = value
     return merged
 

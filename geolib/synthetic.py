@@ -70,9 +70,7 @@ def power_law_spectrum(d: int, decay: float) -> np.ndarray:
     return np.arange(1, d + 1, dtype=np.float64) ** (-decay)
 
 
-def matrix_with_spectrum(
-    sigma: np.ndarray, n_rows: int, rng: np.random.Generator
-) -> np.ndarray:
+def matrix_with_spectrum(sigma: np.ndarray, n_rows: int, rng: np.random.Generator) -> np.ndarray:
     """A ``(n_rows, d)`` matrix U diag(σ) Vᵀ with Haar-random orthonormal U, V (n_rows ≥ d)."""
     sigma = np.asarray(sigma, dtype=np.float64)
     d = sigma.size

@@ -42,18 +42,38 @@ class _Server(http.server.ThreadingHTTPServer):
 
 def _handler(root: Path):
     class Handler(http.server.SimpleHTTPRequestHandler):
+        def handle(self):  # the browser may drop connections at exit: not a book problem
+            try:
+                super().handle()
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
         def log_message(self, fmt, *args):  # quiet, but remember failures
-            if len(args) > 1 and str(args[1]).startswith(("4", "5")):
+            if len(args) > 1 and str(args[1])[:1] in "45" and self.path != "/favicon.ico":
                 self.server.failures.append(f"{args[1]} {self.path}")
 
     return functools.partial(Handler, directory=str(root))
 
 
 def external_requests(netlog: Path, origin: str) -> list[str]:
-    """URLs in a Chromium net log that are neither the local origin nor browser-internal."""
-    text = netlog.read_text(errors="replace")
-    urls = set(re.findall(r'"url":"([^"]+)"', text))
-    internal = (origin, "data:", "about:", "chrome:", "chrome-extension:", "blob:")
+    """URLs the *page* asked for that are not on the local origin, from a Chromium net log.
+
+    Requests are attributed to the page by their network isolation key (the page's site);
+    the browser's own background traffic (update checks, accounts) carries another key and
+    is not the book's doing, so it is ignored.
+    """
+    try:
+        log = json.loads(netlog.read_text(errors="replace"))
+    except json.JSONDecodeError:  # Chromium killed mid-write: close the event list
+        log = json.loads(netlog.read_text(errors="replace").rstrip().rstrip(",") + "]}")
+    start_job = log["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"]
+    site = origin.rsplit(":", 1)[0]  # http://127.0.0.1
+    urls = {
+        e["params"]["url"]
+        for e in log["events"]
+        if e["type"] == start_job and site in e.get("params", {}).get("network_isolation_key", "")
+    }
+    internal = (origin, "data:", "about:", "chrome:", "blob:")
     return sorted(u for u in urls if not u.startswith(internal))
 
 
@@ -85,7 +105,11 @@ def main(argv: list[str]) -> int:
     server.failures = []
     threading.Thread(target=server.serve_forever, daemon=True).start()
     origin = f"http://127.0.0.1:{server.server_address[1]}/"
-    pages = ["index.html", *sorted(p.relative_to(root).as_posix() for p in root.glob("chapters/*.html"))]
+    pages = [
+        "index.html",
+        "intro.html",
+        *sorted(p.relative_to(root).as_posix() for p in root.glob("chapters/*.html")),
+    ]
     report: dict[str, list[str]] = {}
     for page in pages:
         with tempfile.TemporaryDirectory() as tmp:

@@ -29,7 +29,11 @@ def main(argv: list[str]) -> int:
         print(f"profile {argv[0]}: keys not in params.yaml: {unknown}", file=sys.stderr)
         return 1
     # JSON literals are valid YAML, so lists and strings survive `-S` parsing unchanged.
-    print(" ".join(f"-S {key}={json.dumps(value, separators=(',', ':'))}" for key, value in profile.items()))
+    print(
+        " ".join(
+            f"-S {key}={json.dumps(value, separators=(',', ':'))}" for key, value in profile.items()
+        )
+    )
     return 0
 
 

@@ -30,7 +30,12 @@ def main(argv: list[str] | None = None) -> int:
     source = ROOT / "notebooks" / f"{args.name}.ipynb"
     if not source.is_file():
         parser.error(f"no notebook {source}")
-    for folder in (args.out_dir, f"figures/{args.name}", f"data/results/{args.name}", "data/claims"):
+    for folder in (
+        args.out_dir,
+        f"figures/{args.name}",
+        f"data/results/{args.name}",
+        "data/claims",
+    ):
         (ROOT / folder).mkdir(parents=True, exist_ok=True)
     overrides = yaml.safe_load(args.overrides) if args.overrides else {}
     pm.execute_notebook(

@@ -1,6 +1,6 @@
 """Remove outputs and execution counts from source notebooks (``notebooks/*.ipynb``).
 
-    python scripts/strip_notebooks.py [--check]
+python scripts/strip_notebooks.py [--check]
 """
 
 from __future__ import annotations

@@ -32,7 +32,11 @@ def test_missing_and_malformed(tmp_path):
 
 
 def test_flatten_and_deep_update():
-    assert flatten({"a": {"b": 1, "c": {"d": [1, 2]}}, "e": 2}) == {"a.b": 1, "a.c.d": [1, 2], "e": 2}
+    assert flatten({"a": {"b": 1, "c": {"d": [1, 2]}}, "e": 2}) == {
+        "a.b": 1,
+        "a.c.d": [1, 2],
+        "e": 2,
+    }
     assert deep_update({"a": {"b": 1, "c": 2}}, {"a": {"c": 3}}) == {"a": {"b": 1, "c": 3}}
 
 
