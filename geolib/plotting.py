@@ -1,14 +1,15 @@
-"""One figure style, and saving figures byte-for-byte reproducibly (PNG for the book + SVG)."""
+"""One figure style, and saving figures byte-for-byte reproducibly (PNG for the book + SVG).
+
+The backend is left alone: the notebook kernel's inline backend puts figures in the book, and
+matplotlib falls back to Agg by itself where there is no display.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import seaborn as sns  # noqa: E402
+import matplotlib.pyplot as plt
+import seaborn as sns
 
 #: Colour-blind-safe palette used by every figure.
 PALETTE = sns.color_palette("colorblind")
