@@ -4,6 +4,8 @@
 PYTHON ?= python3.11
 VENV   := .venv
 BIN    := $(VENV)/bin
+# Stage commands call `python`, `papermill`, `jupyter-book`: the environment's, not the system's.
+export PATH := $(abspath $(VENV))/bin:$(PATH)
 export DVC_NO_ANALYTICS := 1
 export PYTHONHASHSEED := 0
 
@@ -39,6 +41,7 @@ lint: env
 
 bench: env
 	$(BIN)/python benchmarks/bench_metrics.py
+	$(BIN)/python benchmarks/bench_train.py
 
 clean-env:
 	rm -rf $(VENV)
