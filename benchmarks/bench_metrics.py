@@ -35,6 +35,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from geolib import metrics  # noqa: E402
+from geolib.synthetic import spectrum_effective_rank, spectrum_isoscore  # noqa: E402
 
 try:
     from IsoScore import IsoScore as isoscore_pkg
@@ -118,21 +119,6 @@ def settle() -> None:
     time.sleep(1.0)
 
 
-def erank_from_sigma(s: np.ndarray) -> float:
-    p = s / s.sum()
-    p = p[p > 0]
-    return float(np.exp(-(p * np.log(p)).sum()))
-
-
-def isoscore_literal(lam: np.ndarray) -> float:
-    """The PAPERS.md formula, term by term (independent of geolib)."""
-    n = lam.size
-    sig = np.sqrt(n) * lam / np.linalg.norm(lam)
-    delta = np.linalg.norm(sig - 1.0) / np.sqrt(2 * (n - np.sqrt(n)))
-    k = (n - delta**2 * (n - np.sqrt(n))) ** 2 / n
-    return float((k - 1) / (n - 1))
-
-
 def bench_erank(n: int, d: int, repeats: int, rng: np.random.Generator) -> dict[str, Any]:
     # Decaying column scales give a non-trivial, LM-like spectrum (condition number ~ 1e2).
     w = (rng.standard_normal((n, d)) * np.geomspace(1.0, 1e-2, d)).astype(np.float32)
@@ -141,14 +127,14 @@ def bench_erank(n: int, d: int, repeats: int, rng: np.random.Generator) -> dict[
     tm = Timings(repeats)
     few = max(1, repeats - 1)
     s64 = tm.run("svdvals_f64", lambda: torch.linalg.svdvals(t64), few)
-    ref = erank_from_sigma(s64.numpy())
+    ref = spectrum_effective_rank(s64.numpy())
     settle()
     ours = tm.run("ours_effective_rank", lambda: metrics.effective_rank(w))
     s32 = tm.run("svdvals_f32", lambda: torch.linalg.svdvals(t32), few)
     tm.floors(w)
     errs = {
         "ours_effective_rank": abs(ours - ref) / ref,
-        "svdvals_f32": abs(erank_from_sigma(s32.double().numpy()) - ref) / ref,
+        "svdvals_f32": abs(spectrum_effective_rank(s32.double().numpy()) - ref) / ref,
         "svdvals_f64": 0.0,
     }
     return {
@@ -165,7 +151,7 @@ def bench_isoscore(n: int, d: int, repeats: int, rng: np.random.Generator) -> di
     # Anisotropic activations: a large common offset and decaying per-direction scales.
     x = rng.standard_normal((n, d)) * np.geomspace(3.0, 0.05, d) + 4.0 * rng.standard_normal(d)
     x = x.astype(np.float32)
-    ref = isoscore_literal(
+    ref = spectrum_isoscore(
         np.clip(np.linalg.eigvalsh(np.cov(x.astype(np.float64), rowvar=False)), 0.0, None)
     )
     settle()

@@ -87,6 +87,19 @@ def spectrum_effective_rank(sigma: np.ndarray) -> float:
     return float(np.exp(-(p * np.log(p)).sum()))
 
 
+def spectrum_isoscore(lam: np.ndarray) -> float:
+    """IsoScore read off known covariance eigenvalues ``lam`` (d ≥ 2), the PAPERS.md formula
+    term by term: Σ̂ = √d λ/‖λ‖, δ = ‖Σ̂ − 1‖/√(2(d − √d)), k = (d − δ²(d − √d))²/d,
+    (k − 1)/(d − 1). Written independently of :mod:`geolib.metrics`, which it checks.
+    """
+    lam = np.asarray(lam, dtype=np.float64)
+    d = lam.size
+    sig = np.sqrt(d) * lam / np.linalg.norm(lam)
+    delta = np.linalg.norm(sig - 1.0) / np.sqrt(2 * (d - np.sqrt(d)))
+    k = (d - delta**2 * (d - np.sqrt(d))) ** 2 / d
+    return float((k - 1) / (d - 1))
+
+
 def isoscore_isotropic_expectation(n: int, d: int, k: int | None = None) -> float:
     """Large-sample prediction of the IsoScore of ``n`` Gaussian points isotropic in ``k`` of ``d``
     dimensions (``k = d`` by default).

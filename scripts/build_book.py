@@ -16,6 +16,8 @@ import sys
 from importlib.util import find_spec
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -44,11 +46,10 @@ def main() -> int:
     generated.mkdir(exist_ok=True)
     (generated / "claims.md").write_text(claims_markdown(read_claims(claim_files)))
     vendor_mathjax(BOOK / "_mathjax")
+    toc = yaml.safe_load((BOOK / "_toc.yml").read_text())
+    chapters = [c["file"] for part in toc.get("parts", []) for c in part.get("chapters", [])]
     missing = [
-        line.split("file:", 1)[1].strip()
-        for line in (BOOK / "_toc.yml").read_text().splitlines()
-        if "file: chapters/" in line
-        and not (BOOK / (line.split("file:", 1)[1].strip() + ".ipynb")).is_file()
+        f for f in chapters if f.startswith("chapters/") and not (BOOK / f"{f}.ipynb").is_file()
     ]
     if missing:
         raise SystemExit(f"executed notebooks missing (run their stages first): {missing}")

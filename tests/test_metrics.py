@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from geolib import metrics as M
+from geolib.synthetic import spectrum_effective_rank, spectrum_isoscore
 
 RNG_SEED = 20240601
 
@@ -43,19 +44,7 @@ def with_spectrum(sigma: np.ndarray, n: int, d: int, g: np.random.Generator) -> 
 def erank_ref(w: np.ndarray, squared: bool = False, center: bool = False) -> float:
     a = w - w.mean(axis=0) if center else w
     s = torch.linalg.svdvals(torch.from_numpy(np.ascontiguousarray(a, dtype=np.float64))).numpy()
-    v = s**2 if squared else s
-    p = v / v.sum()
-    p = p[p > 0]
-    return float(np.exp(-(p * np.log(p)).sum()))
-
-
-def isoscore_literal(lam: np.ndarray) -> float:
-    """PAPERS.md, term by term: Sigma = sqrt(n) lam/||lam||, delta, k, (k-1)/(n-1)."""
-    n = lam.size
-    sig = np.sqrt(n) * lam / np.linalg.norm(lam)
-    delta = np.linalg.norm(sig - 1.0) / np.sqrt(2 * (n - np.sqrt(n)))
-    k = (n - delta**2 * (n - np.sqrt(n))) ** 2 / n
-    return float((k - 1) / (n - 1))
+    return spectrum_effective_rank(s**2 if squared else s)
 
 
 def mean_cos_brute(x: np.ndarray) -> float:
@@ -195,7 +184,7 @@ def test_isoscore_formula_simplification_matches_literal() -> None:
     for d in (2, 3, 16, 200):
         lam = np.abs(g.standard_normal(d)) ** 3
         lam[: d // 3] = 0.0 if d > 3 else lam[: d // 3]
-        expected = isoscore_literal(lam)
+        expected = spectrum_isoscore(lam)
         assert M._isoscore_from_eigenvalues(lam) == pytest.approx(expected, abs=1e-12)
 
 
@@ -231,7 +220,7 @@ def test_effective_rank_chunked_paths(small_chunks: None) -> None:
                 erank_ref(w.T, squared), rel=1e-11
             )
     assert M.isoscore(w) == pytest.approx(
-        isoscore_literal(np.linalg.eigvalsh(np.cov(w, rowvar=False))), abs=1e-12
+        spectrum_isoscore(np.linalg.eigvalsh(np.cov(w, rowvar=False))), abs=1e-12
     )
     u = w[:150]
     assert M.mean_cosine_similarity(u) == pytest.approx(mean_cos_brute(u), abs=1e-13)
@@ -303,7 +292,7 @@ def test_isoscore_vs_package(dtype: type) -> None:
         float(isoscore_pkg.IsoScore_cov(cov)), abs=1e-6
     )
     lam = np.clip(np.linalg.eigvalsh(cov), 0.0, None)
-    assert M.isoscore_from_cov(cov) == pytest.approx(isoscore_literal(lam), abs=1e-12)
+    assert M.isoscore_from_cov(cov) == pytest.approx(spectrum_isoscore(lam), abs=1e-12)
 
 
 @pytest.mark.parametrize("zeta", [0.0, 0.2, 0.75, 1.0])
@@ -316,7 +305,7 @@ def test_isoscore_star_vs_package(zeta: float) -> None:
     assert M.isoscore_star(x, c0, zeta) == pytest.approx(pkg, abs=1e-6)  # float32 sqrt(d) there
     cov = np.cov(x, rowvar=False)
     shrunk = (1 - zeta) * cov + zeta * c0
-    expected = isoscore_literal(np.clip(np.linalg.eigvalsh(shrunk), 0.0, None))
+    expected = spectrum_isoscore(np.clip(np.linalg.eigvalsh(shrunk), 0.0, None))
     assert M.isoscore_star(x, c0, zeta) == pytest.approx(expected, abs=1e-12)
     assert M.isoscore_star_from_cov(cov, c0, zeta) == pytest.approx(expected, abs=1e-12)
     ident = float(isoscore_pkg.IsoScore_star(x, torch.eye(10, dtype=torch.float64), zeta))
@@ -497,7 +486,7 @@ def test_prop_isoscore_in_unit_interval(x: np.ndarray) -> None:
     value = M.isoscore(x)
     assert 0.0 <= value <= 1.0
     lam = np.clip(np.linalg.eigvalsh(np.cov(x, rowvar=False)), 0.0, None)
-    assert value == pytest.approx(isoscore_literal(lam), abs=1e-9)
+    assert value == pytest.approx(spectrum_isoscore(lam), abs=1e-9)
 
 
 @PROPS

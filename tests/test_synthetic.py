@@ -39,6 +39,13 @@ def test_spectrum_effective_rank_closed_forms():
     assert syn.spectrum_effective_rank(np.array([3.0, 0.0, 0.0])) == pytest.approx(1.0)
 
 
+def test_spectrum_isoscore_closed_forms():
+    assert syn.spectrum_isoscore(np.ones(10)) == pytest.approx(1.0)
+    assert syn.spectrum_isoscore(np.r_[1.0, np.zeros(9)]) == pytest.approx(0.0, abs=1e-12)
+    # k of d dimensions used equally: (k - 1)/(d - 1)
+    assert syn.spectrum_isoscore(np.r_[np.ones(4), np.zeros(6)]) == pytest.approx(3 / 9)
+
+
 def test_isoscore_expectation_limits():
     assert syn.isoscore_isotropic_expectation(10**9, 50) == pytest.approx(1.0, abs=1e-6)
     # n - 1 = d: gamma = 1, k = d / 2
@@ -46,16 +53,13 @@ def test_isoscore_expectation_limits():
 
 
 def test_isoscore_expectation_matches_direct_simulation():
-    """Independent of geolib.metrics: IsoScore steps written out on the sample covariance."""
+    """Independent of geolib.metrics: the literal IsoScore steps on the sample covariance."""
     rng = np.random.default_rng(4)
     n, d = 200, 40
     scores = []
     for _ in range(30):
         lam = np.linalg.eigvalsh(np.cov(rng.standard_normal((n, d)), rowvar=False))
-        s = np.sqrt(d) * lam / np.linalg.norm(lam)
-        delta2 = np.sum((s - 1) ** 2) / (2 * (d - np.sqrt(d)))
-        k = (d - delta2 * (d - np.sqrt(d))) ** 2 / d
-        scores.append((k - 1) / (d - 1))
+        scores.append(syn.spectrum_isoscore(lam))
     assert np.mean(scores) == pytest.approx(syn.isoscore_isotropic_expectation(n, d), abs=0.01)
 
 
