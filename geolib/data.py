@@ -1148,11 +1148,13 @@ def zipf_fit(
     rank_max = freq.size if rank_max is None else min(rank_max, freq.size)
     if rank_min < 1 or rank_max - rank_min < 2:
         raise ValueError(f"need at least 3 ranks with non-zero counts in [{rank_min}, {rank_max}]")
+    # Imported here: only the corpus chapter fits Zipf's law, so the stages that read and
+    # tokenize the corpus (and train on it) do not depend on geolib.stats.
+    from geolib.stats import fit_loglog
+
     ranks = np.arange(rank_min, rank_max + 1, dtype=np.float64)
-    x, y = np.log10(ranks), np.log10(freq[rank_min - 1 : rank_max])
-    slope, intercept = np.polyfit(x, y, 1)
-    resid = y - (slope * x + intercept)
-    r2 = 1.0 - float(resid @ resid) / float(((y - y.mean()) ** 2).sum())
+    fit = fit_loglog(ranks, freq[rank_min - 1 : rank_max])
+    slope, intercept, r2 = fit.slope, fit.intercept / math.log(10.0), fit.r_squared
     return {
         "slope": float(slope),
         "intercept": float(intercept),

@@ -1,11 +1,33 @@
-"""Small statistics shared by the notebooks: every reported number carries its uncertainty."""
+"""Statistics shared by the chapters: every reported number carries its uncertainty.
+
+Each statistic lives here once: the Student-t quantile (:func:`t_quantile`), the mean with its
+interval (:func:`mean_ci`), the log–log slope with its interval (:func:`fit_loglog`) and the
+interval of a proportion (:func:`proportion_ci`, for coverage checks).
+"""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import stats
+
+
+def _level(level: float) -> float:
+    level = float(level)
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    return level
+
+
+def t_quantile(level: float, dof: int) -> float:
+    """Half-width multiplier q of a two-sided ``level`` interval: P(|T_dof| <= q) = level."""
+    level = _level(level)
+    if isinstance(dof, bool) or int(dof) != dof or dof < 1:
+        raise ValueError(f"dof must be an integer >= 1, got {dof!r}")
+    return float(stats.t.ppf(0.5 + level / 2.0, int(dof)))
 
 
 @dataclass(frozen=True)
@@ -33,8 +55,113 @@ def mean_ci(values: np.ndarray | list[float], level: float = 0.95) -> Estimate:
         raise ValueError(f"need at least 2 repeats for an interval, got {v.size}")
     if not np.all(np.isfinite(v)):
         raise ValueError("values contain NaN or inf")
-    if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level}")
+    level = _level(level)
     m = float(v.mean())
-    h = float(stats.t.ppf(0.5 + level / 2, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size))
+    h = t_quantile(level, v.size - 1) * float(v.std(ddof=1)) / math.sqrt(v.size)
     return Estimate(m, m - h, m + h, level, int(v.size))
+
+
+@dataclass(frozen=True)
+class SlopeFit:
+    """OLS fit ``log y = intercept + slope · log x`` with a two-sided Student-t CI on the slope.
+
+    ``stderr`` is the classical OLS standard error (residual variance / Σ(log x − mean)², ν = n − 2
+    degrees of freedom); ``ci_low, ci_high = slope ∓ t_{ν}(level) · stderr``. The interval is the
+    OLS one, not a bootstrap: it assumes independent, homoscedastic scatter in log y.
+    ``intercept`` is in natural log.
+    """
+
+    slope: float
+    intercept: float
+    stderr: float
+    ci_low: float
+    ci_high: float
+    level: float
+    n_points: int
+    r_squared: float
+
+    def contains(self, value: float) -> bool:
+        """Whether ``value`` lies inside the confidence interval."""
+        return self.ci_low <= value <= self.ci_high
+
+    def predict(self, x: Any) -> np.ndarray:
+        """The fitted power law ``exp(intercept) · x**slope``."""
+        return np.exp(self.intercept) * np.asarray(x, dtype=np.float64) ** self.slope
+
+    def label(self, digits: int = 2) -> str:
+        """E.g. ``"slope 2.01 [1.97, 2.05] (95% CI)"``."""
+        f = f"{{:.{digits}f}}"
+        pct = f"{100 * self.level:g}"
+        return (
+            f"slope {f.format(self.slope)} [{f.format(self.ci_low)}, {f.format(self.ci_high)}]"
+            f" ({pct}% CI)"
+        )
+
+
+def _positive_1d(name: str, values: Any) -> np.ndarray:
+    a = np.asarray(values, dtype=np.float64)
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {a.shape}")
+    if a.size < 3:
+        raise ValueError(f"{name} needs at least 3 values for a slope interval, got {a.size}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} contains non-finite values")
+    if np.any(a <= 0):
+        raise ValueError(f"{name} must be strictly positive (log–log fit)")
+    return a
+
+
+def fit_loglog(x: Any, y: Any, level: float = 0.95) -> SlopeFit:
+    """Fit the log–log slope of ``y`` against ``x`` (both strictly positive, at least 3 points).
+
+    The one log–log fit of the project (theory chapters, Zipf's law of the corpus).
+    """
+    x, y = _positive_1d("x", x), _positive_1d("y", y)
+    if x.shape != y.shape:
+        raise ValueError(f"x and y must have the same length, got {x.size} and {y.size}")
+    level = _level(level)
+    lx, ly = np.log(x), np.log(y)
+    mx, my = lx.mean(), ly.mean()
+    sxx = float(np.sum((lx - mx) ** 2))
+    if sxx <= 0.0:
+        raise ValueError("x must take at least two distinct values")
+    slope = float(np.sum((lx - mx) * (ly - my)) / sxx)
+    intercept = float(my - slope * mx)
+    resid = ly - (intercept + slope * lx)
+    ssr, sst = float(resid @ resid), float(np.sum((ly - my) ** 2))
+    dof = x.size - 2
+    stderr = math.sqrt(ssr / dof / sxx)
+    q = t_quantile(level, dof)
+    r2 = 1.0 if sst == 0.0 else 1.0 - ssr / sst
+    return SlopeFit(
+        slope, intercept, stderr, slope - q * stderr, slope + q * stderr, level, int(x.size), r2
+    )
+
+
+@dataclass(frozen=True)
+class Proportion:
+    """``successes`` out of ``n`` with an exact (Clopper–Pearson) interval ``[low, high]``."""
+
+    successes: int
+    n: int
+    low: float
+    high: float
+    level: float
+
+    @property
+    def fraction(self) -> float:
+        return self.successes / self.n
+
+
+def proportion_ci(successes: int, n: int, level: float = 0.95) -> Proportion:
+    """Clopper–Pearson interval of a binomial proportion (e.g. the coverage of an interval)."""
+    level = _level(level)
+    if isinstance(n, bool) or int(n) != n or n < 1:
+        raise ValueError(f"n must be an integer >= 1, got {n!r}")
+    if isinstance(successes, bool) or int(successes) != successes or not 0 <= successes <= n:
+        raise ValueError(f"successes must be an integer in [0, n={n}], got {successes!r}")
+    k, n = int(successes), int(n)
+    alpha = 1.0 - level
+    low = 0.0 if k == 0 else float(stats.beta.ppf(alpha / 2, k, n - k + 1))
+    high = 1.0 if k == n else float(stats.beta.ppf(1 - alpha / 2, k + 1, n - k))
+    return Proportion(k, n, low, high, level)

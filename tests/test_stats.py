@@ -1,8 +1,10 @@
+import math
+
 import numpy as np
 import pytest
 from scipy import stats
 
-from geolib.stats import mean_ci
+from geolib.stats import fit_loglog, mean_ci, proportion_ci, t_quantile
 
 
 def test_mean_ci_matches_scipy_interval():
@@ -27,3 +29,85 @@ def test_mean_ci_coverage():
 def test_mean_ci_bad_input(bad):
     with pytest.raises(ValueError):
         mean_ci(bad)
+
+
+# ------------------------------------------------------------------------------------------
+# t quantile, log–log slopes, proportions
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("level", "dof", "expected"),
+    [(0.95, 1, 12.7062047), (0.95, 10, 2.2281389), (0.99, 5, 4.0321430), (0.9, 30, 1.6972609)],
+)
+def test_t_quantile_table_values(level, dof, expected):
+    assert t_quantile(level, dof) == pytest.approx(expected, rel=1e-7)
+
+
+def test_t_quantile_tends_to_normal():
+    assert t_quantile(0.95, 10**7) == pytest.approx(1.959964, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("level", "dof"), [(1.0, 5), (0.0, 5), (0.95, 0), (0.95, 2.5), (0.95, True)]
+)
+def test_t_quantile_bad_input(level, dof):
+    with pytest.raises(ValueError):
+        t_quantile(level, dof)
+
+
+def test_fit_loglog_exact_power_law():
+    x = np.logspace(-2, 2, 9)
+    fit = fit_loglog(x, 3.0 * x**-1.5)
+    assert fit.slope == pytest.approx(-1.5, abs=1e-12)
+    assert math.exp(fit.intercept) == pytest.approx(3.0, rel=1e-12)
+    assert fit.stderr == pytest.approx(0.0, abs=1e-12)
+    assert fit.r_squared == pytest.approx(1.0)
+    assert fit.n_points == 9
+    np.testing.assert_allclose(fit.predict(x), 3.0 * x**-1.5, rtol=1e-10)
+
+
+def test_fit_loglog_ci_matches_scipy_linregress():
+    rng = np.random.default_rng(0)
+    x = np.logspace(0, 3, 40)
+    y = x**2 * np.exp(rng.normal(0, 0.3, size=x.size))
+    fit = fit_loglog(x, y, level=0.9)
+    ref = stats.linregress(np.log(x), np.log(y))
+    q = stats.t.ppf(0.95, x.size - 2)
+    assert fit.slope == pytest.approx(ref.slope, rel=1e-12)
+    assert fit.stderr == pytest.approx(ref.stderr, rel=1e-10)
+    assert fit.ci_low == pytest.approx(ref.slope - q * ref.stderr, rel=1e-10)
+    assert fit.contains(2.0) and not fit.contains(2.5)
+    assert fit.label() == f"slope {fit.slope:.2f} [{fit.ci_low:.2f}, {fit.ci_high:.2f}] (90% CI)"
+
+
+@pytest.mark.parametrize(
+    ("x", "y", "match"),
+    [
+        ([1, 2], [1, 2], "at least 3"),
+        ([1, 2, 3], [1, 2, 3, 4], "same length"),
+        ([1, 2, -3], [1, 2, 3], "strictly positive"),
+        ([1, 2, 3], [1, 0, 3], "strictly positive"),
+        ([1, 2, np.nan], [1, 2, 3], "non-finite"),
+        ([2, 2, 2], [1, 2, 3], "distinct"),
+        ([[1, 2, 3]], [[1, 2, 3]], "one-dimensional"),
+    ],
+)
+def test_fit_loglog_bad_inputs(x, y, match):
+    with pytest.raises(ValueError, match=match):
+        fit_loglog(x, y)
+
+
+def test_proportion_ci_matches_beta_quantiles_and_edges():
+    p = proportion_ci(36, 40)
+    assert p.fraction == 0.9
+    assert p.low == pytest.approx(stats.beta.ppf(0.025, 36, 5))
+    assert p.high == pytest.approx(stats.beta.ppf(0.975, 37, 4))
+    assert p.low < 0.95 < p.high  # 36 of 40 cannot tell 90% coverage from 95%
+    assert proportion_ci(0, 10).low == 0.0 and proportion_ci(10, 10).high == 1.0
+
+
+@pytest.mark.parametrize(("k", "n"), [(-1, 10), (11, 10), (1, 0), (1.5, 10)])
+def test_proportion_ci_bad_input(k, n):
+    with pytest.raises(ValueError):
+        proportion_ci(k, n)
