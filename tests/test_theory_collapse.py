@@ -78,3 +78,16 @@ def test_variance_collapse_bad_inputs(kwargs, match):
 
 # ------------------------------------------------------------------------------------------
 # A3: gradient scaling
+
+
+def test_sample_mean_dispersion_is_sigma2_over_n():
+    counts = np.array([1, 2, 5, 50, 400])
+    d = th.sample_mean_dispersion(counts, dim=8, noise=2.0, n_replicates=2000, seed=3)
+    # each entry is sigma²/n · chi²_16000/16000: relative SD sqrt(2/16000) ≈ 1.1%
+    np.testing.assert_allclose(d * counts / 4.0, 1.0, atol=0.05)
+    again = th.sample_mean_dispersion(counts, dim=8, noise=2.0, n_replicates=2000, seed=3)
+    np.testing.assert_array_equal(d, again)
+    with pytest.raises(ValueError, match="integers"):
+        th.sample_mean_dispersion([1.5, 2])
+    with pytest.raises(ValueError, match="noise"):
+        th.sample_mean_dispersion([1, 2], noise=0.0)

@@ -72,6 +72,36 @@ def sgd_dispersion_theory(
     return a[n - 1] ** 2 * init_var + sigma**2 * v[n - 1]
 
 
+def sample_mean_dispersion(
+    counts: Any, *, dim: int = 4, noise: float = 1.0, n_replicates: int = 64, seed: Seed = 0
+) -> np.ndarray:
+    """Per-type dispersion of the sample-mean estimate around the ideal centroid (simulated).
+
+    Type i's ``counts[i]`` occurrences are y = μ_i + noise·ε (ε ~ N(0, I_dim)) in each of
+    ``n_replicates`` independent replicate corpora; the estimate is their mean. Returns, per
+    type, the mean over replicates and coordinates of (ê − μ)², whose expectation is noise²/n
+    (A1's law). The error ê − μ does not depend on μ, so the centroids are not drawn.
+    """
+    counts = check.array("counts", counts, positive=True)
+    if np.any(counts != np.round(counts)):
+        raise ValueError("counts must be integers >= 1")
+    n = counts.astype(np.int64)
+    dim, reps = check.integer("dim", dim), check.integer("n_replicates", n_replicates)
+    sigma = check.scalar("noise", noise, low=0.0, strict=True)
+    rng = check.rng(seed)
+    starts = np.concatenate([[0], np.cumsum(n)[:-1]])
+    total = int(n.sum())
+    chunk = max(1, 4_000_000 // (total * dim))
+    sq = np.zeros(n.size)
+    for first in range(0, reps, chunk):
+        c = min(chunk, reps - first)
+        errors = (
+            np.add.reduceat(rng.normal(size=(c, total, dim)), starts, axis=1) / n[None, :, None]
+        )
+        sq += (sigma**2 * errors**2).sum(axis=(0, 2))
+    return sq / (reps * dim)
+
+
 @dataclass(frozen=True)
 class VarianceCollapse:
     """Per-type dispersion around the ideal centroid against the type's count.
