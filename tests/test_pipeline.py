@@ -1,6 +1,7 @@
 """Consistency of the pipeline wiring: notebooks ↔ dvc.yaml ↔ params.yaml ↔ book."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -55,3 +56,18 @@ def test_book_stage_depends_on_every_notebook_output_but_no_executed_notebook():
                 assert path in book_deps, f"book stage does not depend on {path}"
     for stage in DVC.values():
         assert not any(str(d).startswith("book/chapters") for d in stage.get("deps", []))
+
+
+@pytest.mark.parametrize("nb_path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_claim_anchors_exist_in_the_chapter(nb_path):
+    """Every claim row a chapter writes links to a MyST target in that chapter's markdown."""
+    nb = json.loads(nb_path.read_text())
+    code = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    markdown = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    if "write_claims(" not in code:
+        return
+    anchors = re.findall(r'anchor="([^"]+)"', code)
+    assert anchors, "a chapter that writes claims must give each row an anchor"
+    for anchor in anchors:
+        assert f"({anchor})=" in markdown, f"no MyST target ({anchor})= in {nb_path.name}"
+    assert "rule_from_params(" in code, "verdicts come from a geolib.claims rule"
