@@ -13,14 +13,8 @@
 ``pythia`` with ``parallel_residual=False`` gives the sequential GPT-NeoX block, the controlled
 ablation of the block structure alone (Paper B, B6).
 
-Conventions used by every analysis (``unembedding``, ``final_hidden``):
-
-- ``W`` = ``model.get_output_embeddings().weight``, shape ``(vocab_size, d_model)``; row ``v``
-  is the output vector of token ``v``. For BERT this is the MLM decoder (tied or not).
-- ``H`` = the input of that layer, shape ``(batch, seq, d_model)``, so that
-  ``logits = H @ W.T + b`` exactly (``b`` = ``output_bias(model)``, ``None`` for the decoders).
-  For the decoders ``H`` is the last layer's output after the final norm; for BERT it is the
-  output of the MLM head's transform (dense → GELU → LayerNorm), not the raw encoder output.
+Reading a model out (``W``, the final ``H``, states and gradients per layer) is
+``geolib.probes``' job.
 """
 
 from __future__ import annotations
@@ -253,46 +247,3 @@ def train_flops_per_token(
     n, head = matmul_params(model), head_matmul_params(model)
     attention = 12.0 * c.num_hidden_layers * c.hidden_size * seq_len
     return 6.0 * (n - head) + 6.0 * head * head_fraction + attention
-
-
-def is_decoder(model: PreTrainedModel) -> bool:
-    """True for causal LMs (ours and the hub's), False for masked-LM encoders."""
-    archs = getattr(model.config, "architectures", None) or [type(model).__name__]
-    return not any("MaskedLM" in a for a in archs)
-
-
-def unembedding(model: PreTrainedModel) -> torch.Tensor:
-    """The unembedding (LM head) matrix ``W``, shape ``(vocab_size, d_model)`` (a view of the
-    parameter; ``.detach()`` it before analysis)."""
-    head = model.get_output_embeddings()
-    if head is None:
-        raise ValueError(f"{type(model).__name__} has no output embeddings (LM head)")
-    return head.weight
-
-
-def output_bias(model: PreTrainedModel) -> torch.Tensor | None:
-    """The LM head's bias ``b`` (shape ``(vocab_size,)``) or ``None``."""
-    return getattr(model.get_output_embeddings(), "bias", None)
-
-
-def final_hidden(
-    model: PreTrainedModel,
-    input_ids: torch.Tensor,
-    attention_mask: torch.Tensor | None = None,
-    *,
-    return_logits: bool = False,
-) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
-    """Last-layer representations ``H`` (the LM head's input), shape ``(batch, seq, d_model)``.
-
-    Captured with a forward hook on the output embeddings, so it is the same for all three
-    families and for hub models: ``logits = H @ W.T + b``. Runs under the caller's grad mode.
-    """
-    captured: list[torch.Tensor] = []
-    head = model.get_output_embeddings()
-    handle = head.register_forward_hook(lambda _m, inputs, _out: captured.append(inputs[0]))
-    try:
-        out = model(input_ids=input_ids, attention_mask=attention_mask)
-    finally:
-        handle.remove()
-    h = captured[0]
-    return (h, out.logits) if return_logits else h

@@ -22,7 +22,8 @@ from geolib.checkpoints import (
     hub_revision,
     load,
 )
-from geolib.models import ModelConfig, build_model, quiet_progress, unembedding
+from geolib.models import ModelConfig, build_model, quiet_progress
+from geolib.probes import unembedding
 from geolib.train import TrainConfig, checkpoint_steps, train
 
 V = 48

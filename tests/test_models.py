@@ -10,14 +10,11 @@ from geolib.models import (
     ModelConfig,
     build_model,
     count_params,
-    final_hidden,
     head_matmul_params,
-    is_decoder,
     matmul_params,
-    output_bias,
     train_flops_per_token,
-    unembedding,
 )
+from geolib.probes import is_decoder, unembedding
 
 V = 96
 
@@ -120,20 +117,6 @@ def test_olmo_is_a_real_olmo_config():
     assert model.config.model_type == "olmo2"
     layer = model.model.layers[0]
     assert hasattr(layer, "post_attention_layernorm") and hasattr(layer.self_attn, "q_norm")
-
-
-@pytest.mark.parametrize("family", FAMILIES)
-def test_final_hidden_times_w_gives_logits(family):
-    """Convention: logits = H @ W.T + b with H = final_hidden, W = unembedding."""
-    model = build_model(tiny(family), V, seed=1).eval()
-    x = torch.randint(0, V, (3, 16), generator=torch.Generator().manual_seed(1))
-    with torch.no_grad():
-        h, logits = final_hidden(model, x, return_logits=True)
-        w, b = unembedding(model), output_bias(model)
-        assert h.shape == (3, 16, 32) and w.shape == (V, 32)
-        recon = h @ w.T + (0 if b is None else b)
-    assert (b is None) == (family != "bert")
-    torch.testing.assert_close(recon, logits, rtol=1e-5, atol=1e-5)
 
 
 def test_flops_per_token():
