@@ -1,6 +1,17 @@
 """Claim A3, tangent gradient dominance: tangent and normal parts of the gradients of a linear
 readout of points on a circle, by autograd, against their closed forms. The only torch user of
 ``geolib.theory`` (imported lazily, so the other theory modules load without it).
+
+Two gradients, two kinds of result:
+
+* the **weight** (input-side) gradient ∂L/∂W = (∂ℓ/∂z) xᵀ carries the displacement x as a
+  factor, so its normal/tangent ratio is tan(κt/2) by the chain rule: an identity, checked
+  against autograd (:attr:`GradientScaling.weight_deviation`), whose log–log slope is the
+  closed form κt/sin κt (:func:`weight_ratio_local_slope`), not an estimate;
+* the **representation** gradient ∂L/∂x = Wᵀ(∂ℓ/∂z) of a scalar readout points along the
+  readout row at every t; in the curve's moving frame its ratio is |tan(φ − κt)|, so its slope
+  over a t grid is a function of the readout angle φ (:func:`rep_slope_closed_form`), shown as
+  a distribution over readout draws (:func:`representation_slopes`).
 """
 
 from __future__ import annotations
@@ -11,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from geolib.stats import SlopeFit, fit_loglog
 from geolib.theory import validate as check
 from geolib.theory.curvature import RadialDensity, chord_arc
 from geolib.theory.validate import Seed
@@ -32,7 +42,10 @@ class GradientScaling:
     readout row (MSE: w; cross-entropy: w_1 − w_0) from the base tangent.
     ``readout_init`` / ``readout_final``: the effective readout row (tangent, normal components)
     before and after training (equal for a random readout).
-    ``fit_weight`` / ``fit_rep``: log–log slopes of the ratios against t.
+    ``rep_slope``: the plain least-squares slope of log(rep ratio) on log t over this t grid, a
+    descriptive number (no interval: the ratio is a deterministic curve, not noisy data); it
+    equals :func:`rep_slope_closed_form` at ``readout_angle``. The weight ratio needs no fit:
+    its local slope is :func:`weight_ratio_local_slope`.
     """
 
     kappa: float
@@ -46,8 +59,7 @@ class GradientScaling:
     readout_angle: float
     readout_init: np.ndarray
     readout_final: np.ndarray
-    fit_weight: SlopeFit
-    fit_rep: SlopeFit
+    rep_slope: float
 
     @property
     def weight_ratio(self) -> np.ndarray:
@@ -56,6 +68,69 @@ class GradientScaling:
     @property
     def rep_ratio(self) -> np.ndarray:
         return self.rep_normal / self.rep_tangent
+
+    @property
+    def weight_deviation(self) -> float:
+        """max over t of |autograd weight ratio / tan(κt/2) − 1| (round-off for an identity)."""
+        return float(np.max(np.abs(self.weight_ratio / self.weight_ratio_theory - 1.0)))
+
+    @property
+    def rep_deviation(self) -> float:
+        """max over t of |autograd representation ratio / |tan(φ − κt)| − 1|."""
+        return float(np.max(np.abs(self.rep_ratio / self.rep_ratio_theory - 1.0)))
+
+
+def _kappa_t(kappa: float, t: Any) -> tuple[float, np.ndarray]:
+    k = check.scalar("kappa", kappa, low=0.0, strict=True)
+    tt = check.array("t", t, positive=True)
+    if np.any(k * tt >= np.pi):
+        raise ValueError(f"need 0 < kappa*t < pi (within half a turn), got max {np.max(k * tt):g}")
+    return k, tt
+
+
+def weight_ratio_local_slope(kappa: float, t: Any) -> np.ndarray:
+    """The local log–log slope of the weight-gradient ratio: d log tan(κt/2) / d log t.
+
+    d/dt log tan(κt/2) = κ / sin κt, so the slope is κt / sin κt = 1 + (κt)²/6 + O(t⁴): 1 as
+    t → 0, above 1 at finite κt. A closed form, not a fit. Needs 0 < κt < π.
+    """
+    k, tt = _kappa_t(kappa, t)
+    return 1.0 / np.sinc(k * tt / np.pi)  # sinc(x/π) = sin(x)/x
+
+
+def _ls_slopes(log_t: np.ndarray, log_y: np.ndarray) -> np.ndarray:
+    """Least-squares slopes of each row of ``log_y`` on ``log_t`` (last axis)."""
+    lx = log_t - log_t.mean()
+    return ((log_y - log_y.mean(axis=-1, keepdims=True)) * lx).sum(axis=-1) / (lx @ lx)
+
+
+def rep_slope_closed_form(phi: Any, kappa: float, t: Any) -> np.ndarray:
+    """Least-squares slope of log|tan(φ − κt)| on log t over the grid ``t``, for each φ.
+
+    What :attr:`GradientScaling.rep_slope` is for a readout at angle φ (vectorised over φ; the
+    result has φ's shape). Period π in φ. Limits: φ = 0 gives tan κt, slope ≈ 1 for small κt
+    (1 + O((κt)²)); |φ| ≫ κt gives ≈ |tan φ| + O(t), slope ≈ 0; φ = ±π/2 gives cot κt, slope ≈ −1.
+    Where φ ≡ κt (mod π) for some t of the grid, the ratio is 0 there and the slope is NaN;
+    for φ between κ·min(t) and κ·max(t) (mod π) the ratio crosses zero inside the grid, and
+    for φ between those bounds − π/2 the tangent part does (the ratio crosses ∞): there the
+    slope is no power law (it jumps with φ).
+    """
+    k, tt = _kappa_t(kappa, t)
+    if tt.size < 3 or np.ptp(tt) == 0:
+        raise ValueError("t needs at least 3 values, not all equal, for a slope")
+    p = np.asarray(phi, dtype=np.float64)
+    if not np.all(np.isfinite(p)):
+        raise ValueError("phi contains non-finite values")
+    ratio = np.abs(np.tan(p[..., None] - k * tt))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slopes = _ls_slopes(np.log(tt), np.log(ratio))
+    return np.where(np.all(ratio > 0, axis=-1), slopes, np.nan)
+
+
+def fold_angle(phi: Any) -> np.ndarray:
+    """A readout angle folded into (−π/2, π/2]: |tan(φ − κt)| has period π in φ."""
+    p = np.asarray(phi, dtype=np.float64)
+    return np.pi / 2 - np.mod(np.pi / 2 - p, np.pi)
 
 
 def readout_retention(
@@ -130,7 +205,6 @@ def gradient_scaling(
     train_steps: int = 500,
     lr: float = 0.5,
     weight_decay: float = 0.0,
-    level: float = 0.95,
     seed: Seed = 0,
 ) -> GradientScaling:
     """Per-point gradients of a linear readout at points x(t) on a circle, tangent vs normal.
@@ -148,8 +222,9 @@ def gradient_scaling(
 
     * Weight gradient. For any loss, ∂L/∂W = (∂L/∂z) xᵀ: the input enters as a factor, so its
       parts along the base tangent and normal are in the ratio |x_N|/|x_T| =
-      (1 − cos κt)/sin κt = tan(κt/2) ≈ κt/2 exactly, whatever W, b or the loss. Slope 1 on a
-      log–log plot: the normal input weights receive O(t) less gradient than the tangent ones.
+      (1 − cos κt)/sin κt = tan(κt/2) ≈ κt/2 exactly, whatever W, b or the loss: an identity.
+      Its local log–log slope is κt/sin κt → 1 (:func:`weight_ratio_local_slope`): the normal
+      input weights receive O(t) less gradient than the tangent ones.
     * Representation gradient. ∂L/∂x = Wᵀ(∂L/∂z) is the readout row (a direction fixed by W)
       times a scalar, so in the curve's frame at x(t) its normal/tangent ratio is
       |tan(φ − κt)|, φ the readout angle. It is O(t) only when the readout is tangent-aligned
@@ -158,7 +233,7 @@ def gradient_scaling(
       O(s²) for the tangent one (the first bullet, aggregated), so it stays near its initial
       value without weight decay: the representation-gradient slope depends on init and decay.
 
-    ``t`` must be strictly positive arclengths (the other side mirrors with φ → −φ).
+    ``t`` must be strictly positive arclengths (the other side mirrors with φ → −φ), at least 3.
     """
     import torch
 
@@ -177,7 +252,6 @@ def gradient_scaling(
             train_steps,
             lr,
             weight_decay,
-            level,
             seed,
         )
     finally:
@@ -195,7 +269,6 @@ def _gradient_scaling(
     train_steps: int,
     lr: float,
     weight_decay: float,
-    level: float,
     seed: Seed,
 ) -> GradientScaling:
     import torch
@@ -258,6 +331,60 @@ def _gradient_scaling(
         readout_angle=phi,
         readout_init=w_init,
         readout_final=w_eff,
-        fit_weight=fit_loglog(tt, w_nor / w_tan, level),
-        fit_rep=fit_loglog(tt, r_nor / r_tan, level),
+        rep_slope=float(_ls_slopes(np.log(tt), np.log(r_nor / r_tan))),
+    )
+
+
+@dataclass(frozen=True)
+class RepresentationSlopes:
+    """The representation-gradient slope over independent readout draws (one readout setting).
+
+    Per draw i (``seed`` → child seeds): ``readout_angle[i]``, the readout angle φ folded into
+    (−π/2, π/2] (:func:`fold_angle`); ``slope[i]``, the least-squares log–log slope of the
+    autograd normal/tangent ratio over ``t`` (:attr:`GradientScaling.rep_slope`, descriptive);
+    ``slope_closed_form[i]``, :func:`rep_slope_closed_form` at that φ; ``readout_init`` /
+    ``readout_final`` (n × 2), the readout row before and after training. ``rep_deviation`` /
+    ``weight_deviation``: the largest |autograd / closed form − 1| of either ratio over all
+    draws and t, and ``n_points`` the number of (draw, t) pairs they cover.
+    """
+
+    kappa: float
+    t: np.ndarray
+    readout_angle: np.ndarray
+    slope: np.ndarray
+    slope_closed_form: np.ndarray
+    readout_init: np.ndarray
+    readout_final: np.ndarray
+    rep_deviation: float
+    weight_deviation: float
+    n_points: int
+
+    @property
+    def n(self) -> int:
+        return int(self.slope.size)
+
+
+def representation_slopes(
+    kappa: float, t: Any, n_seeds: int, *, seed: Seed = 0, **settings: Any
+) -> RepresentationSlopes:
+    """Run :func:`gradient_scaling` for ``n_seeds`` independent readout draws of one setting.
+
+    ``settings`` are :func:`gradient_scaling`'s keyword arguments (``loss``, ``readout``,
+    ``init_scale``, ``weight_decay``, training sizes); draw i uses the i-th child seed of
+    ``seed``, which sets both the readout initialisation and the training sample.
+    """
+    n = check.integer("n_seeds", n_seeds, low=1)
+    runs = [gradient_scaling(kappa, t, seed=s, **settings) for s in check.child_seeds(seed, n)]
+    angles = fold_angle([g.readout_angle for g in runs])
+    return RepresentationSlopes(
+        kappa=runs[0].kappa,
+        t=runs[0].t,
+        readout_angle=angles,
+        slope=np.array([g.rep_slope for g in runs]),
+        slope_closed_form=rep_slope_closed_form(angles, runs[0].kappa, runs[0].t),
+        readout_init=np.stack([g.readout_init for g in runs]),
+        readout_final=np.stack([g.readout_final for g in runs]),
+        rep_deviation=max(g.rep_deviation for g in runs),
+        weight_deviation=max(g.weight_deviation for g in runs),
+        n_points=n * runs[0].t.size,
     )
