@@ -151,7 +151,7 @@ class Threshold:
     """An effect beyond a threshold, e.g. a ratio above 10 (``direction="above"``).
 
     Reproduced when the interval's near bound is beyond the threshold. When the whole interval
-    falls short of it: ``partly`` if a ``null`` (the value under no effect, e.g. 1 for a ratio)
+    falls short of it: ``partly`` if ``no_effect`` (the value under no effect, e.g. 1 for a ratio)
     is given and the interval excludes it on the effect's side (the direction holds, not the
     size), else ``not reproduced``. An interval that contains the threshold is inconclusive.
     """
@@ -159,31 +159,33 @@ class Threshold:
     threshold: float
     reason: str
     direction: str = "above"
-    null: float | None = None
+    no_effect: float | None = None
     kind: ClassVar[str] = "threshold"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "threshold", _finite("threshold", self.threshold))
         if self.direction not in ("above", "below"):
             raise ValueError(f"direction must be 'above' or 'below', got {self.direction!r}")
-        if self.null is not None:
-            null = _finite("null", self.null)
-            beyond = null >= self.threshold if self.direction == "above" else null <= self.threshold
+        if self.no_effect is not None:
+            base = _finite("no_effect", self.no_effect)
+            beyond = base >= self.threshold if self.direction == "above" else base <= self.threshold
             if beyond:
-                raise ValueError(f"null {null} must lie on the no-effect side of the threshold")
-            object.__setattr__(self, "null", null)
+                raise ValueError(
+                    f"no_effect {base} must lie on the no-effect side of the threshold"
+                )
+            object.__setattr__(self, "no_effect", base)
         object.__setattr__(self, "reason", _reason(self.reason))
 
     def describe(self) -> str:
         side = ">" if self.direction == "above" else "<"
-        null = (
-            f"; partly if it falls short but excludes the null {self.null:g}"
-            if self.null is not None
+        short = (
+            f"; partly if it falls short but excludes the no-effect value {self.no_effect:g}"
+            if self.no_effect is not None
             else ""
         )
         return (
             f"threshold: reproduced if the whole interval is {side} {self.threshold:g}; not "
-            f"reproduced if the whole interval falls short{null}; otherwise inconclusive. "
+            f"reproduced if the whole interval falls short{short}; otherwise inconclusive. "
             f"Why: {self.reason}"
         )
 
@@ -197,9 +199,11 @@ class Threshold:
         if near > t:
             return Verdict(REPRODUCED, self.describe(), f"{where}: beyond the threshold")
         if far < t:
-            if self.null is not None and near > sign * self.null:
+            if self.no_effect is not None and near > sign * self.no_effect:
                 return Verdict(
-                    PARTLY, self.describe(), f"{where}: short of it, but excludes {self.null:g}"
+                    PARTLY,
+                    self.describe(),
+                    f"{where}: short of it, but excludes {self.no_effect:g}",
                 )
             return Verdict(NOT_REPRODUCED, self.describe(), f"{where}: short of the threshold")
         return Verdict(INCONCLUSIVE, self.describe(), f"{where}: interval contains the threshold")

@@ -74,12 +74,12 @@ def test_within_tolerance_bad_input():
     ],
 )
 def test_threshold_above_branches(est, low, high, status):
-    assert Threshold(10.0, WHY, null=1.0).decide(est, low, high).status == status
+    assert Threshold(10.0, WHY, no_effect=1.0).decide(est, low, high).status == status
 
 
 def test_threshold_without_null_and_below():
     assert Threshold(10.0, WHY).decide(3.0, 2.0, 4.0).status == "not reproduced"
-    below = Threshold(0.3, WHY, direction="below", null=0.0 + 1.0)
+    below = Threshold(0.3, WHY, direction="below", no_effect=1.0)
     assert below.decide(0.1, 0.05, 0.2).status == "reproduced"
     assert below.decide(0.5, 0.4, 0.6).status == "partly"  # short of 0.3, excludes 1
     assert below.decide(0.9, 0.6, 1.2).status == "not reproduced"
@@ -91,7 +91,7 @@ def test_threshold_bad_input():
     with pytest.raises(ValueError, match="direction"):
         Threshold(1.0, WHY, direction="sideways")
     with pytest.raises(ValueError, match="no-effect side"):
-        Threshold(10.0, WHY, null=20.0)
+        Threshold(10.0, WHY, no_effect=20.0)
 
 
 # ------------------------------------------------------------------------------------------
@@ -145,8 +145,8 @@ def test_rule_from_params_builds_each_kind():
     r = rule_from_params({"rule": "within_tolerance", "target": 2, "tol": 0.1, "reason": WHY})
     assert r == WithinTolerance(2.0, 0.1, WHY)
     assert isinstance(rule_from_params({"rule": "identity", "tol": 1e-12, "reason": WHY}), Identity)
-    t = rule_from_params({"rule": "threshold", "threshold": 10, "null": 1, "reason": WHY})
-    assert t.direction == "above" and t.null == 1.0
+    t = rule_from_params({"rule": "threshold", "threshold": 10, "no_effect": 1, "reason": WHY})
+    assert t.direction == "above" and t.no_effect == 1.0
     f = rule_from_params({"rule": "fraction", "min_fraction": 0.8, "min_units": 3, "reason": WHY})
     assert f.min_units == 3
 
