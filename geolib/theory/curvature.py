@@ -1,13 +1,15 @@
 """Claim A2, chord–arc curvature bias: the chord–arc expansion, radial densities, curved
 neighbourhoods and the normal share of their local variance, each closed form next to a seeded
-simulation.
+simulation; where the paper's closed form departs from the exact ratio and where that ratio
+saturates (measured by root finding, not set); the factor one-sided neighbours introduce, per
+density and per frame (true axes, local PCA); and neighbourhoods chosen by geodesic vs chord
+distance.
 
 Conventions: a curve of constant curvature κ ≥ 0 is the circle of radius 1/κ through the
 origin, with unit tangent ``e_T = (1, 0)`` and unit normal ``e_N = (0, 1)`` (pointing to the
 centre) at the base point; κ = 0 is the tangent line. The point at signed arclength t is
 ``x(t) = (sin(κt)/κ, (1 − cos κt)/κ)``. Every log–log slope comes from
-:func:`geolib.stats.fit_loglog`.
-"""
+:func:`geolib.stats.fit_loglog`."""
 
 from __future__ import annotations
 
@@ -16,9 +18,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy.optimize import brentq, minimize_scalar
 
 from geolib.stats import SlopeFit, fit_loglog
 from geolib.theory import validate as check
+from geolib.theory.collapse import sample_mean_dispersion
 from geolib.theory.validate import Seed
 
 
@@ -146,11 +150,19 @@ class RadialDensity:
             log_m = math.lgamma(self.shape + k) - math.lgamma(self.shape)
         return math.exp(log_m + k * math.log(self.scale))
 
+    @classmethod
+    def with_effective_radius(cls, kind: str, radius: float, shape: float = 1.0) -> RadialDensity:
+        """The density of ``kind`` (and ``shape``) whose :attr:`effective_radius` is ``radius``."""
+        rho = check.scalar("radius", radius, low=0.0, strict=True)
+        return cls(kind, rho / cls(kind, 1.0, shape).effective_radius, shape)
+
     @property
     def effective_radius(self) -> float:
         """ρ = √(E[r⁴]/E[r²]): the radius that dominates the curvature (normal) variance.
 
-        The small-κt closed forms hold while κρ is small (κρ <= 0.5 keeps them within a few %).
+        The small-κt closed forms hold while κρ is small; how small, per density, is measured by
+        :func:`departure_kappa_rho` (2% departure at κρ ≈ 1.22 / 0.39 / 0.52 for half-normal /
+        exponential / gamma(3)).
         """
         return math.sqrt(self.moment(4) / self.moment(2))
 
@@ -165,18 +177,19 @@ class RadialDensity:
 
 
 def frequency_density(
-    count: float, base_scale: float = 1.0, kind: str = "half_normal", shape: float = 1.0
+    dispersion: float, kind: str = "half_normal", shape: float = 1.0
 ) -> RadialDensity:
-    """The radial density of a token seen ``count`` times: scale ``base_scale/√count``.
+    """The radial density of a token whose A1 estimate has dispersion ``dispersion``: scale
+    √dispersion.
 
-    Rationale (A1 feeding A2): the spread of a token's occurrences around its estimated
-    centroid has standard deviation ∝ 1/√n, so its neighbourhood is sampled at radial
-    distances of that scale.
+    This is the paper's link from A1 to A2, and it is an **assumption**, not a consequence of
+    A1: in A1's model a token's occurrences spread with the same σ for every count n; what
+    shrinks like σ²/n is the dispersion of the *estimate* of its centroid
+    (:func:`geolib.theory.collapse.sample_mean_dispersion`). Taking that dispersion as the
+    squared scale of the token's neighbourhood is the paper's step, not A1's result.
     """
-    n = check.scalar("count", count, low=1.0)
-    return RadialDensity(
-        kind, check.scalar("base_scale", base_scale, low=0.0, strict=True) / math.sqrt(n), shape
-    )
+    d = check.scalar("dispersion", dispersion, low=0.0, strict=True)
+    return RadialDensity(kind, math.sqrt(d), shape)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -240,6 +253,59 @@ def sample_circle(
     t = density.sample(n, check.rng(seed))
     ca = chord_arc(k, t)
     return Neighbourhood(np.stack([ca.tangent, ca.normal], axis=1), t[:, None], t, (0,), (1,))
+
+
+def sample_sphere_cap(
+    kappa: float, dim: int, radius: float, n: int, seed: Seed = 0
+) -> Neighbourhood:
+    """``n`` points uniform (area measure) on the ``dim``-sphere of curvature κ > 0 within
+    geodesic distance ``radius`` (<= π/κ) of the base point.
+
+    Unlike :func:`sample_sphere`, whose radial distances follow a chosen density, here the
+    radial law is the sphere's own: density ∝ sin^{dim−1}(κr) on [0, radius] (drawn by
+    rejection from the flat law ∝ r^{dim−1}, acceptance (sin κr / κr)^{dim−1} >= 0). On the
+    2-sphere the height (1 − cos κr)/κ is then uniform (Archimedes).
+    """
+    k = check.scalar("kappa", kappa, low=0.0, strict=True)
+    dim, n = check.integer("dim", dim), check.integer("n", n)
+    big_r = check.scalar("radius", radius, low=0.0, strict=True)
+    if k * big_r > math.pi:
+        raise ValueError(f"radius must be <= pi/kappa = {math.pi / k:.6g}, got {big_r}")
+    rng = check.rng(seed)
+    r = np.empty(0)
+    while r.size < n:
+        m = 2 * (n - r.size) + 16
+        prop = big_r * rng.random(m) ** (1.0 / dim)
+        keep = rng.random(m) < np.sinc(k * prop / np.pi) ** (dim - 1)
+        r = np.concatenate([r, prop[keep]])
+    r = r[:n]
+    omega = _directions(n, dim, rng)
+    ca = chord_arc(k, r)
+    points = np.concatenate([ca.tangent[:, None] * omega, ca.normal[:, None]], axis=1)
+    return Neighbourhood(points, r[:, None] * omega, r, tuple(range(dim)), (dim,))
+
+
+BALL_METRICS = ("geodesic", "chord")
+
+
+def select_ball(neighbourhood: Neighbourhood, radius: float, by: str) -> Neighbourhood:
+    """The points of a sphere or circle neighbourhood within ``radius`` of the base point.
+
+    ``by="geodesic"``: geodesic distance (the radial coordinate ``radii``, valid up to the
+    antipode); ``by="chord"``: straight-line distance |x| in the ambient space, the only
+    distance a method that sees points, not the manifold, can use.
+    """
+    eps = check.scalar("radius", radius, low=0.0, strict=True)
+    if by == "geodesic":
+        keep = neighbourhood.radii <= eps
+    elif by == "chord":
+        keep = np.linalg.norm(neighbourhood.points, axis=1) <= eps
+    else:
+        raise ValueError(f"by must be one of {BALL_METRICS}, got {by!r}")
+    nb = neighbourhood
+    return Neighbourhood(
+        nb.points[keep], nb.coords[keep], nb.radii[keep], nb.tangent_dims, nb.normal_dims
+    )
 
 
 def diagonal_second_form(curvatures: Any) -> np.ndarray:
@@ -375,7 +441,8 @@ def predicted_normal_variance_ratio(kappa: float, t: Any, centre: str = "origin"
     with a uniformly random direction on a sphere of any dimension, where the tangent part
     has mean zero and total variance E[r²]). ``centre="mean"`` uses Var(t) and is the right
     form for one-sided t (e.g. t ≥ 0 only), where the paper's form underestimates the ratio by
-    the factor Var(t)/E[t²] (= 1 − 2/π ≈ 0.36 for half-normal t).
+    the factor Var(t)/E[t²] (= 1 − 2/π ≈ 0.36 for half-normal t; per density and frame:
+    :func:`one_sided_factors`).
 
     Validity: κ·t small for the bulk of the fourth moment, i.e. κρ small with
     ρ = √(E[t⁴]/E[t²]) (:attr:`RadialDensity.effective_radius`); the exact ratio stays of
@@ -438,6 +505,241 @@ def graph_normal_variance_ratios(second_form: Any, density: RadialDensity) -> np
     return var / m2
 
 
+# ---------------------------------------------------------------------------------------------
+# Where the closed form departs from the exact ratio, and where the exact ratio saturates
+# ---------------------------------------------------------------------------------------------
+
+#: Grid of κρ on which the first crossing is bracketed before root finding (κρ below 1e-2 is
+#: deep in the small-scale regime: the departure there is < 1e-4 for every density here).
+_KR_GRID = np.logspace(-2.0, 4.0, 1201)
+
+
+def closed_form_departure(kappa: float, density: RadialDensity) -> float:
+    """Relative shortfall of the exact ratio below the paper's closed form: 1 − exact/closed.
+
+    0 in the small-scale limit, → 1 as the scale grows (the exact ratio stays O(1) while the
+    closed form grows as κ²·scale²). A departure δ means closed/exact = 1/(1 − δ).
+    """
+    k = check.scalar("kappa", kappa, low=0.0, strict=True)
+    return 1.0 - exact_sphere_normal_variance_ratio(k, density) / (
+        predicted_sphere_normal_variance_ratio(k, density)
+    )
+
+
+def exact_ratio_log_slope(kappa: float, density: RadialDensity, step: float = 1e-4) -> float:
+    """Local log–log slope d log R_exact / d log scale (central difference in log scale).
+
+    2 at small scale (the closed form's exponent), → 0 once the exact ratio saturates.
+    """
+    k = check.scalar("kappa", kappa, low=0.0, strict=True)
+    h = check.scalar("step", step, low=0.0, strict=True)
+    up = RadialDensity(density.kind, density.scale * math.exp(h), density.shape)
+    down = RadialDensity(density.kind, density.scale * math.exp(-h), density.shape)
+    return (
+        math.log(exact_sphere_normal_variance_ratio(k, up))
+        - math.log(exact_sphere_normal_variance_ratio(k, down))
+    ) / (2.0 * h)
+
+
+def _first_crossing(f: Any, level: float, what: str) -> float:
+    """Smallest κρ on :data:`_KR_GRID` where ``f`` reaches ``level``, refined by Brent's method."""
+    values = np.array([f(x) for x in _KR_GRID]) - level
+    above = np.flatnonzero(values >= 0.0)
+    if above.size == 0 or above[0] == 0:
+        raise ValueError(f"{what} is not crossed inside kappa*rho in [1e-2, 1e4]")
+    i = above[0]
+    lo, hi = math.log(_KR_GRID[i - 1]), math.log(_KR_GRID[i])
+    return math.exp(brentq(lambda x: f(math.exp(x)) - level, lo, hi, xtol=1e-12, rtol=1e-12))
+
+
+def departure_kappa_rho(kind: str, departure: float, *, shape: float = 1.0) -> float:
+    """κρ at which the closed form first departs from the exact ratio by ``departure``.
+
+    Solves 1 − R_exact/R_closed = ``departure`` (:func:`closed_form_departure`) on the exact
+    characteristic-function ratio: deterministic, no sampling. Both ratios depend on κ and
+    the scale only through κ·scale, so the answer is a number per density, in units of κρ
+    with ρ the :attr:`RadialDensity.effective_radius`. ``departure`` in [1e-3, 1).
+    """
+    d = check.scalar("departure", departure, low=1e-3)
+    if d >= 1.0:
+        raise ValueError(f"departure must be < 1, got {d}")
+    RadialDensity(kind, 1.0, shape)  # validates kind and shape
+    return _first_crossing(
+        lambda kr: closed_form_departure(1.0, RadialDensity.with_effective_radius(kind, kr, shape)),
+        d,
+        f"departure {d:g}",
+    )
+
+
+@dataclass(frozen=True)
+class Saturation:
+    """Where the exact ratio stops following the closed form's s² law, for one density.
+
+    ``kappa_rho_half_slope``: κρ at which the local log–log slope of the exact ratio against
+    the scale (:func:`exact_ratio_log_slope`) falls to 1, half its small-scale value 2.
+    ``sup_ratio``: the supremum of the exact ratio over all scales; ``kappa_rho_at_sup`` the κρ
+    where it is attained, ``inf`` when it is only approached as the scale grows (the limit is 1
+    for every density here: both E[cos κr] and E[cos 2κr] vanish). ``limit`` = 1.
+    """
+
+    kind: str
+    shape: float
+    kappa_rho_half_slope: float
+    sup_ratio: float
+    kappa_rho_at_sup: float
+    limit: float = 1.0
+
+
+def exact_ratio_saturation(kind: str, *, shape: float = 1.0) -> Saturation:
+    """Measure :class:`Saturation` for a density kind (deterministic root finding)."""
+    RadialDensity(kind, 1.0, shape)
+    half = _first_crossing(
+        lambda kr: (
+            -exact_ratio_log_slope(1.0, RadialDensity.with_effective_radius(kind, kr, shape))
+        ),
+        -1.0,
+        "log-log slope 1",
+    )
+
+    def ratio(kr: float) -> float:
+        return exact_sphere_normal_variance_ratio(
+            1.0, RadialDensity.with_effective_radius(kind, kr, shape)
+        )
+
+    values = np.array([ratio(x) for x in _KR_GRID])
+    i = int(np.argmax(values))
+    if 0 < i < _KR_GRID.size - 1 and values[i] > 1.0 + 1e-9:
+        lo, hi = math.log(_KR_GRID[i - 1]), math.log(_KR_GRID[i + 1])
+        opt = minimize_scalar(
+            lambda x: -ratio(math.exp(x)),
+            bounds=(lo, hi),
+            method="bounded",
+            options={"xatol": 1e-10},
+        )
+        return Saturation(kind, float(shape), half, float(-opt.fun), math.exp(float(opt.x)))
+    return Saturation(kind, float(shape), half, 1.0, math.inf)
+
+
+# ---------------------------------------------------------------------------------------------
+# Neighbourhoods chosen by geodesic vs chord distance (the 2-sphere, uniform area measure)
+# ---------------------------------------------------------------------------------------------
+
+
+def cap_normal_variance_ratio(kappa: float, radius: Any) -> np.ndarray:
+    """Normal / total tangent variance of points uniform on the 2-sphere of curvature κ within
+    geodesic radius R of the base point (exact, vectorised over R).
+
+    With z = cos κr uniform on [cos κR, 1] (Archimedes), the height (1 − z)/κ is uniform on
+    [0, (1 − cos κR)/κ], so Var(normal) = (1 − cos κR)²/(12κ²), and the tangent part has mean
+    zero and total variance E[1 − z²]/κ² = (1 − cos κR)(2 + cos κR)/(3κ²). Hence
+
+        ratio = (1 − cos κR) / (4 (2 + cos κR)) = κ²R²/24 · (1 + κ²R²/12 + O(κ⁴R⁴)),
+
+    the paper's closed form with the flat-disc moments E r² = R²/2, E r⁴ = R⁴/3 to leading
+    order. κ = 0 gives 0. R must satisfy κR <= π.
+    """
+    k = check.kappa_value(kappa)
+    big_r = check.array("radius", radius, positive=True)
+    if np.any(k * big_r > math.pi):
+        raise ValueError("radius must be <= pi/kappa")
+    one_minus_cos = 2.0 * np.sin(0.5 * k * big_r) ** 2
+    return one_minus_cos / (4.0 * (3.0 - one_minus_cos))
+
+
+def chord_ball_geodesic_radius(kappa: float, radius: Any) -> np.ndarray:
+    """Geodesic radius of the chord ball {x : |x| <= ε} on a sphere of curvature κ:
+    (2/κ)·asin(κε/2) = ε + κ²ε³/24 + … (the chord–arc expansion inverted). Needs κε < 2."""
+    k = check.kappa_value(kappa)
+    eps = check.array("radius", radius, positive=True)
+    if np.any(k * eps >= 2.0):
+        raise ValueError("chord radius must be < 2/kappa (the sphere's diameter)")
+    if k == 0.0:
+        return eps.copy()
+    return 2.0 / k * np.arcsin(0.5 * k * eps)
+
+
+def chord_ball_normal_variance_ratio(kappa: float, radius: Any) -> np.ndarray:
+    """:func:`cap_normal_variance_ratio` of the chord ball of radius ε on the 2-sphere.
+
+    The chord ball is the geodesic cap of radius (2/κ)asin(κε/2), where 1 − cos κR = κ²ε²/2
+    exactly, so ratio = κ²ε² / (24 − 4κ²ε²) = κ²ε²/24 · (1 + κ²ε²/6 + O(κ⁴ε⁴)): the same
+    leading term as the geodesic ball of radius ε, with twice its first correction.
+    """
+    k = check.kappa_value(kappa)
+    eps = check.array("radius", radius, positive=True)
+    if np.any(k * eps >= 2.0):
+        raise ValueError("chord radius must be < 2/kappa (the sphere's diameter)")
+    x2 = (k * eps) ** 2
+    return x2 / (24.0 - 4.0 * x2)
+
+
+# ---------------------------------------------------------------------------------------------
+# One-sided neighbours: the factor per density and per frame
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OneSidedFactors:
+    """Leading-order (small κρ) factors for one-sided arclengths t = r >= 0, r ~ ``kind``.
+
+    ``paper_over_true`` = Var(t)/E[t²]: the paper's form (E[t²] in the denominator) over the
+    ratio in the true (base-point) axes, whose tangent variance is Var(t).
+    ``pca_over_true`` = 1 − corr(t, t²)²: local PCA over true axes. The cloud (t, κt²/2) has
+    covariance [[Var t, κ Cov(t,t²)/2], [·, κ² Var(t²)/4]]; to leading order in κ the smaller
+    eigenvalue is κ²/4 (Var(t²) − Cov(t,t²)²/Var t) = κ²/4 Var(t²)(1 − corr²) and the larger is
+    Var(t): PCA tilts its tangent axis and removes the linear part of the normal coordinate.
+    ``paper_over_pca`` = their quotient. Scale-free: each depends only on the kind (and shape).
+    Half-normal: 1 − 2/π ≈ 0.363 and 0.124; exponential: 1/2 and 1/5; gamma(a): 1/(a + 1) and
+    1/(2a + 3). Two-sided t (E[t] = E[t³] = 0) gives 1 for every factor.
+    """
+
+    kind: str
+    shape: float
+    paper_over_true: float
+    pca_over_true: float
+
+    @property
+    def paper_over_pca(self) -> float:
+        return self.paper_over_true / self.pca_over_true
+
+
+def one_sided_factors(kind: str, *, shape: float = 1.0) -> OneSidedFactors:
+    """:class:`OneSidedFactors` from the density's moments E[t^k], k = 1…4."""
+    g = RadialDensity(kind, 1.0, shape)
+    m1, m2, m3, m4 = (g.moment(k) for k in (1, 2, 3, 4))
+    var_t, var_t2, cov = m2 - m1**2, m4 - m2**2, m3 - m1 * m2
+    return OneSidedFactors(kind, float(shape), var_t / m2, 1.0 - cov**2 / (var_t * var_t2))
+
+
+@dataclass(frozen=True)
+class OneSidedRatios:
+    """Normal/tangent variance of one sample of circle points, in both frames, next to the
+    paper's form (E[t²] in the denominator) and the Var(t) form on the same arclengths."""
+
+    one_sided: bool
+    true_axes: float
+    local_pca: float
+    paper_form: float
+    var_t_form: float
+
+
+def one_sided_ratios(
+    kappa: float, density: RadialDensity, n: int, seed: Seed = 0, *, one_sided: bool = True
+) -> OneSidedRatios:
+    """Sample :func:`sample_circle` (one- or two-sided) and measure the ratio in the true axes
+    (:func:`subspace_variance_ratio`) and by local PCA (:func:`local_pca`, 1 tangent axis)."""
+    k = check.scalar("kappa", kappa, low=0.0, strict=True)
+    nb = sample_circle(k, density, n, seed, one_sided=one_sided)
+    t = nb.coords[:, 0]
+    return OneSidedRatios(
+        bool(one_sided),
+        subspace_variance_ratio(nb),
+        local_pca(nb.points, 1).ratio,
+        predicted_normal_variance_ratio(k, t, "origin"),
+        predicted_normal_variance_ratio(k, t, "mean"),
+    )
+
+
 @dataclass(frozen=True)
 class CurvatureScan:
     """Normal/tangent variance ratio of sphere neighbourhoods against the scale of g.
@@ -445,9 +747,10 @@ class CurvatureScan:
     ``simulated_pca`` is the local-PCA ratio (:class:`LocalPCA`), ``simulated_subspace`` the
     ratio in the true normal/tangent axes, ``closed_form`` the paper's small-scale formula
     (:func:`predicted_sphere_normal_variance_ratio`), ``exact`` the exact population value
-    (:func:`exact_sphere_normal_variance_ratio`). ``fit`` is the log–log slope of
-    ``simulated_pca`` against ``scales`` over the scales where κρ <= ``fit_max``, ρ the
-    density's :attr:`RadialDensity.effective_radius` (the small-κt regime of the closed form).
+    (:func:`exact_sphere_normal_variance_ratio`), ``kappa_rho`` = κ·effective radius per scale.
+    ``fit`` is the log–log slope of ``simulated_pca`` against ``scales`` over the fit range
+    ``fit_mask``: κρ <= ``fit_kappa_rho``, the κρ at which the closed form departs from the exact
+    ratio by ``fit_departure`` for this density (:func:`departure_kappa_rho`, measured).
     """
 
     kappa: float
@@ -455,10 +758,13 @@ class CurvatureScan:
     shape: float
     dim: int
     scales: np.ndarray
+    kappa_rho: np.ndarray
     simulated_pca: np.ndarray
     simulated_subspace: np.ndarray
     closed_form: np.ndarray
     exact: np.ndarray
+    fit_departure: float
+    fit_kappa_rho: float
     fit_mask: np.ndarray
     fit: SlopeFit
 
@@ -471,7 +777,7 @@ def sphere_curvature_scan(
     dim: int = 2,
     shape: float = 1.0,
     n_points: int = 20000,
-    fit_max: float = 0.5,
+    fit_departure: float = 0.02,
     level: float = 0.95,
     seed: Seed = 0,
 ) -> CurvatureScan:
@@ -479,11 +785,14 @@ def sphere_curvature_scan(
     k = check.scalar("kappa", kappa, low=0.0, strict=True)
     scales = check.array("scales", scales, positive=True)
     dim, n_points = check.integer("dim", dim), check.integer("n_points", n_points, low=dim + 2)
-    fit_max = check.scalar("fit_max", fit_max, low=0.0, strict=True)
-    rho = np.array([RadialDensity(kind, s, shape).effective_radius for s in scales])
-    mask = k * rho <= fit_max
+    kr_max = departure_kappa_rho(kind, fit_departure, shape=shape)
+    kr = np.array([k * RadialDensity(kind, s, shape).effective_radius for s in scales])
+    mask = kr <= kr_max
     if mask.sum() < 3:
-        raise ValueError(f"need >= 3 scales with kappa*rho <= fit_max={fit_max}, got {mask.sum()}")
+        raise ValueError(
+            f"need >= 3 scales with kappa*rho <= {kr_max:.3g} (departure {fit_departure:g}), "
+            f"got {mask.sum()}"
+        )
     pca, sub, closed, exact = (np.empty(scales.size) for _ in range(4))
     for i, (s, child) in enumerate(zip(scales, check.child_seeds(seed, scales.size), strict=True)):
         g = RadialDensity(kind, s, shape)
@@ -493,7 +802,22 @@ def sphere_curvature_scan(
         closed[i] = predicted_sphere_normal_variance_ratio(k, g)
         exact[i] = exact_sphere_normal_variance_ratio(k, g)
     fit = fit_loglog(scales[mask], pca[mask], level)
-    return CurvatureScan(k, kind, float(shape), dim, scales, pca, sub, closed, exact, mask, fit)
+    return CurvatureScan(
+        k,
+        kind,
+        float(shape),
+        dim,
+        scales,
+        kr,
+        pca,
+        sub,
+        closed,
+        exact,
+        float(fit_departure),
+        kr_max,
+        mask,
+        fit,
+    )
 
 
 @dataclass(frozen=True)
@@ -501,9 +825,13 @@ class GraphCurvatureScan:
     """Per-normal-direction variance on a quadratic graph against the scale of g.
 
     ``simulated`` and ``closed_form`` have shape (n_scales, m): variance of each normal axis
-    over the total tangent variance; ``simulated_pca`` is the local-PCA total ratio. ``fit`` is
-    the slope of ``simulated_pca`` over the scales with max(κ)·ρ <= ``fit_max`` (ρ: effective
-    radius of the density).
+    over the total tangent variance; ``simulated_pca`` is the local-PCA total ratio. The closed
+    form is exact for the graph at every scale, so the fit range is borrowed from the manifold
+    the graph osculates: ``fit`` is the slope of ``simulated_pca`` over the scales with
+    max(κ)·ρ <= ``fit_kappa_rho``, the κρ at which the sphere of the largest curvature departs
+    from its closed form by ``fit_departure`` (:func:`departure_kappa_rho` for the same
+    density). Beyond it a real manifold with these curvatures is no longer quadratic to that
+    accuracy, and local PCA starts to mistake normal for tangent axes.
     """
 
     curvatures: np.ndarray
@@ -513,6 +841,8 @@ class GraphCurvatureScan:
     simulated: np.ndarray
     closed_form: np.ndarray
     simulated_pca: np.ndarray
+    fit_departure: float
+    fit_kappa_rho: float
     fit_mask: np.ndarray
     fit: SlopeFit
 
@@ -524,7 +854,7 @@ def graph_curvature_scan(
     *,
     shape: float = 1.0,
     n_points: int = 20000,
-    fit_max: float = 0.5,
+    fit_departure: float = 0.02,
     level: float = 0.95,
     seed: Seed = 0,
 ) -> GraphCurvatureScan:
@@ -535,11 +865,11 @@ def graph_curvature_scan(
         raise ValueError("curvatures has no curved (nonzero) direction")
     scales = check.array("scales", scales, positive=True)
     n_points = check.integer("n_points", n_points, low=c.size + 2)
-    fit_max = check.scalar("fit_max", fit_max, low=0.0, strict=True)
+    kr_max = departure_kappa_rho(kind, fit_departure, shape=shape)
     rho = np.array([RadialDensity(kind, s, shape).effective_radius for s in scales])
-    mask = c.max() * rho <= fit_max
+    mask = c.max() * rho <= kr_max
     if mask.sum() < 3:
-        raise ValueError(f"need >= 3 scales with max(kappa)*rho <= fit_max={fit_max}")
+        raise ValueError(f"need >= 3 scales with max(kappa)*rho <= {kr_max:.3g}")
     d, m = c.size, form.shape[0]
     sim, closed = np.empty((scales.size, m)), np.empty((scales.size, m))
     pca = np.empty(scales.size)
@@ -551,17 +881,93 @@ def graph_curvature_scan(
         closed[i] = graph_normal_variance_ratios(form, g)
         pca[i] = local_pca(nb.points, d).ratio
     fit = fit_loglog(scales[mask], pca[mask], level)
-    return GraphCurvatureScan(c, kind, float(shape), scales, sim, closed, pca, mask, fit)
+    return GraphCurvatureScan(
+        c, kind, float(shape), scales, sim, closed, pca, float(fit_departure), kr_max, mask, fit
+    )
+
+
+@dataclass(frozen=True)
+class BallSelectionScan:
+    """Geodesic- vs chord-distance neighbourhoods on the 2-sphere, against the ball radius ε.
+
+    For each ε, ``n_points`` points uniform on the sphere within the chord ball's geodesic
+    radius ``chord_geodesic_radius`` (:func:`chord_ball_geodesic_radius`, >= ε) are drawn once;
+    the geodesic ball keeps those with geodesic distance <= ε, the chord ball those with
+    |x| <= ε (all of them). ``*_pca`` are local-PCA ratios, ``*_subspace`` true-axis ratios,
+    ``*_closed`` the exact closed forms (:func:`cap_normal_variance_ratio`,
+    :func:`chord_ball_normal_variance_ratio`), ``n_*`` the points in each ball. ``fit_*`` are
+    log–log slopes of the local-PCA ratios against ε over all radii; ``fit_*_closed`` the same
+    fit of the closed forms (no sampling noise: the curvature of the law over the range).
+    """
+
+    kappa: float
+    radii: np.ndarray
+    chord_geodesic_radius: np.ndarray
+    geodesic_pca: np.ndarray
+    chord_pca: np.ndarray
+    geodesic_subspace: np.ndarray
+    chord_subspace: np.ndarray
+    geodesic_closed: np.ndarray
+    chord_closed: np.ndarray
+    n_geodesic: np.ndarray
+    n_chord: np.ndarray
+    fit_geodesic: SlopeFit
+    fit_chord: SlopeFit
+    fit_geodesic_closed: SlopeFit
+    fit_chord_closed: SlopeFit
+
+
+def ball_selection_scan(
+    kappa: float, radii: Any, *, n_points: int = 20000, level: float = 0.95, seed: Seed = 0
+) -> BallSelectionScan:
+    """The geodesic- vs chord-ball comparison on the 2-sphere (:class:`BallSelectionScan`)."""
+    k = check.scalar("kappa", kappa, low=0.0, strict=True)
+    eps = check.array("radii", radii, positive=True, min_size=3)
+    n_points = check.integer("n_points", n_points, low=8)
+    big_r = chord_ball_geodesic_radius(k, eps)
+    out = {key: np.empty(eps.size) for key in ("gp", "cp", "gs", "cs", "ng", "nc")}
+    for i, (e, child) in enumerate(zip(eps, check.child_seeds(seed, eps.size), strict=True)):
+        nb = sample_sphere_cap(k, 2, big_r[i], n_points, child)
+        for tag, by in (("g", "geodesic"), ("c", "chord")):
+            ball = select_ball(nb, e, by)
+            out[f"{tag}p"][i] = local_pca(ball.points, 2).ratio
+            out[f"{tag}s"][i] = subspace_variance_ratio(ball)
+            out[f"n{tag}"][i] = ball.radii.size
+    geo_closed = cap_normal_variance_ratio(k, eps)
+    chord_closed = chord_ball_normal_variance_ratio(k, eps)
+    return BallSelectionScan(
+        k,
+        eps,
+        big_r,
+        out["gp"],
+        out["cp"],
+        out["gs"],
+        out["cs"],
+        geo_closed,
+        chord_closed,
+        out["ng"].astype(int),
+        out["nc"].astype(int),
+        fit_loglog(eps, out["gp"], level),
+        fit_loglog(eps, out["cp"], level),
+        fit_loglog(eps, geo_closed, level),
+        fit_loglog(eps, chord_closed, level),
+    )
 
 
 @dataclass(frozen=True)
 class FrequencyCurvatureScan:
-    """Normal/tangent variance ratio against token count n when the scale is base/√n.
+    """Normal/tangent variance ratio against token count n under the paper's assumption that a
+    token's neighbourhood scale is the spread of A1's estimate of its centroid.
 
-    ``fit`` is the slope against ``counts`` (closed form: −1, twice the −½ of the scale).
+    ``dispersion`` is :func:`geolib.theory.collapse.sample_mean_dispersion` (simulated,
+    expectation noise²/n) and the scan's scales are √dispersion (:func:`frequency_density`).
+    ``fit`` is the slope of the local-PCA ratio against ``counts`` over the scan's fit range.
+    It is −1 **by construction** (slope 2 in the scale, scale² ∝ 1/n): an illustration of the
+    assumption, not evidence for it.
     """
 
     counts: np.ndarray
+    dispersion: np.ndarray
     scan: CurvatureScan
     fit: SlopeFit
 
@@ -570,20 +976,29 @@ def frequency_curvature_scan(
     kappa: float,
     counts: Any,
     *,
-    base_scale: float = 1.0,
+    noise: float = 1.0,
     kind: str = "half_normal",
     shape: float = 1.0,
     dim: int = 2,
+    n_replicates: int = 64,
     n_points: int = 20000,
-    fit_max: float = 0.5,
+    fit_departure: float = 0.02,
     level: float = 0.95,
     seed: Seed = 0,
 ) -> FrequencyCurvatureScan:
-    """:func:`sphere_curvature_scan` at the scales of :func:`frequency_density` for ``counts``."""
+    """:func:`sphere_curvature_scan` at the scales √(A1 estimator dispersion) for ``counts``.
+
+    The dispersion is simulated in ``dim`` coordinates with ``n_replicates`` replicate corpora
+    and per-occurrence spread ``noise`` (A1's σ).
+    """
     counts = check.array("counts", counts, positive=True)
     if np.any(counts < 1):
         raise ValueError("counts must be >= 1")
-    scales = np.array([frequency_density(n, base_scale, kind, shape).scale for n in counts])
+    disp_seed, scan_seed = check.child_seeds(seed, 2)
+    dispersion = sample_mean_dispersion(
+        counts, dim=dim, noise=noise, n_replicates=n_replicates, seed=disp_seed
+    )
+    scales = np.array([frequency_density(v, kind, shape).scale for v in dispersion])
     scan = sphere_curvature_scan(
         kappa,
         kind,
@@ -591,11 +1006,11 @@ def frequency_curvature_scan(
         dim=dim,
         shape=shape,
         n_points=n_points,
-        fit_max=fit_max,
+        fit_departure=fit_departure,
         level=level,
-        seed=seed,
+        seed=scan_seed,
     )
     mask = scan.fit_mask
     return FrequencyCurvatureScan(
-        counts, scan, fit_loglog(counts[mask], scan.simulated_pca[mask], level)
+        counts, dispersion, scan, fit_loglog(counts[mask], scan.simulated_pca[mask], level)
     )
