@@ -134,6 +134,26 @@ def _loss_sum(
     return F.cross_entropy(logits[keep], targets[keep], reduction="sum")
 
 
+def residual_states(model: PreTrainedModel, inputs: torch.Tensor) -> list[torch.Tensor]:
+    """H_ℓ for every layer (ℓ = 0 … L) from one forward pass without gradients; each
+    ``(batch, seq, d)``. Same layers and conventions as :func:`states_and_gradients`."""
+    if inputs.ndim != 2:
+        raise ValueError(f"inputs must be (batch, seq), got {tuple(inputs.shape)}")
+    captured: list[torch.Tensor] = []
+
+    def keep(_m, _inputs, out):
+        captured.append(out[0] if isinstance(out, tuple) else out)
+
+    handles = [m.register_forward_hook(keep) for m in residual_modules(model)]
+    try:
+        with torch.no_grad():
+            model(input_ids=inputs)
+    finally:
+        for h in handles:
+            h.remove()
+    return [h.detach() for h in captured]
+
+
 @dataclass(frozen=True)
 class StatesAndGradients:
     """One forward + backward pass over a batch.
@@ -280,16 +300,16 @@ class GradientEnergy:
         b = np.asarray(bases, dtype=np.float64)
         if b.ndim != 3 or b.shape[0] < 2:
             raise ValueError(f"bases must be (1 + n_controls >= 2, d, k), got shape {b.shape}")
-        self.bases = torch.from_numpy(b)
-        self._rows: list[np.ndarray] = []
+        self.bases = torch.from_numpy(b).to(torch.float32)  # projections in float32,
+        self._rows: list[np.ndarray] = []  # sums of squares per sequence in float64
 
     def update(self, grads: torch.Tensor) -> GradientEnergy:
-        g = torch.as_tensor(grads).to(torch.float64)
+        g = torch.as_tensor(grads).to(torch.float32)
         if g.ndim != 3 or g.shape[-1] != self.bases.shape[1]:
             raise ValueError(
                 f"grads must be (batch, seq, d={self.bases.shape[1]}), got {tuple(g.shape)}"
             )
-        proj = torch.einsum("bsd,mdk->bmsk", g, self.bases)
+        proj = torch.einsum("bsd,mdk->bmsk", g, self.bases).to(torch.float64)
         self._rows.append((proj**2).sum(dim=(2, 3)).numpy())
         return self
 
