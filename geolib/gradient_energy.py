@@ -147,6 +147,17 @@ def checkpoints_of(source: str, revisions: list[str | int] | None) -> list[str |
     return list(revisions)
 
 
+def training_mask_prob(source: str, default: float | None) -> float:
+    """The masking probability the encoder was trained with: ``default`` if given, else the
+    run's own (``run.json``), else BERT's 0.15 (hub models)."""
+    if default is not None:
+        return float(default)
+    info = Path(source) / "run.json"
+    if info.is_file():
+        return float(json.loads(info.read_text())["config"]["mask_prob"])
+    return 0.15
+
+
 def _step_number(step: str | int) -> int:
     if isinstance(step, int):
         return step
@@ -191,13 +202,14 @@ def analyse_run(
     n_controls: int,
     frozen_sources: list[int],
     batch_size: int,
-    mask_prob: float,
+    mask_prob: float | None,
     seed: int,
     n_boot: int,
     level: float,
     log=print,
 ) -> RunResult:
     """Measure R_energy for every checkpoint of one run (see the module docstring)."""
+    mask_prob = training_mask_prob(source, mask_prob)
     frozen: dict[tuple[int, str, int], np.ndarray] = {}  # (source step, layer, k) -> T
     result: RunResult | None = None
     seen: dict[str, int] = {}
@@ -484,7 +496,7 @@ def run_stage(p: dict[str, Any], log=print) -> dict[str, Any]:
                 n_controls=int(p["n_controls"]),
                 frozen_sources=[int(s) for s in p["frozen_sources"]],
                 batch_size=int(p["batch_size"]),
-                mask_prob=float(p["mask_prob"]),
+                mask_prob=None if p["mask_prob"] is None else float(p["mask_prob"]),
                 seed=int(p["seed"]),
                 n_boot=int(p["n_boot"]),
                 level=float(p["ci_level"]),

@@ -131,7 +131,7 @@ def test_stage_on_tiny_runs(tiny_runs, tmp_path):
         "n_source": 12,
         "n_eval": 10,
         "batch_size": 4,
-        "mask_prob": 0.3,
+        "mask_prob": None,  # the runs' own: 0.3
         "ranks": [1, 2],
         "n_controls": 5,
         "frozen_sources": [2],
@@ -198,3 +198,9 @@ def test_checkpoints_of_errors(tmp_path):
     with pytest.raises(ValueError, match="revisions"):
         ge.checkpoints_of("org/model", None)
     assert ge.checkpoints_of("org/model", ["step0", "step9"]) == ["step0", "step9"]
+
+
+def test_training_mask_prob(tiny_runs):
+    assert ge.training_mask_prob(str(tiny_runs / "bert"), None) == 0.3
+    assert ge.training_mask_prob(str(tiny_runs / "bert"), 0.2) == 0.2
+    assert ge.training_mask_prob("org/model", None) == 0.15
