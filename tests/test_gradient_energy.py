@@ -204,3 +204,44 @@ def test_training_mask_prob(tiny_runs):
     assert ge.training_mask_prob(str(tiny_runs / "bert"), None) == 0.3
     assert ge.training_mask_prob(str(tiny_runs / "bert"), 0.2) == 0.2
     assert ge.training_mask_prob("org/model", None) == 0.15
+
+
+def test_hub_revisions_offline_with_a_duplicate(tmp_path, monkeypatch):
+    """The paper-scale path: a hub id at revisions, read from a hand-built offline HF cache;
+    two revisions with byte-identical weights (as Pythia's step0 and step1) are flagged."""
+    from geolib.models import build_model, quiet_progress
+    from tests.test_checkpoints import make_hub_cache
+
+    cfg = ModelConfig(family="pythia", d_model=16, n_layers=2, n_heads=2, d_ff=32, context=16)
+    revs = {}
+    for rev, seed in (("step0", 1), ("step1", 1), ("step4", 2)):
+        folder = tmp_path / "src" / rev
+        with quiet_progress():
+            build_model(cfg, V, seed=seed).save_pretrained(folder)
+        make_tokenizer(folder)
+        revs[rev] = folder
+    make_hub_cache(tmp_path / "hub", "testorg/tiny", revs)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    tokens = np.random.default_rng(0).integers(3, V, 2000)
+    src, ev = ge.split_windows(tokens, 17, 6, 6, seed=0)
+    ckpts = ge.checkpoints_of("testorg/tiny", ["step0", "step1", "step4"])
+    res = ge.analyse_run(
+        "testorg/tiny",
+        ckpts,
+        src,
+        ev,
+        ranks=[1, 2],
+        n_controls=3,
+        frozen_sources=[1],
+        batch_size=3,
+        mask_prob=None,
+        seed=0,
+        n_boot=20,
+        level=0.9,
+        log=lambda *_: None,
+    )
+    assert [c["step"] for c in res.checkpoints] == [0, 1, 4]
+    assert [c["duplicate_of"] for c in res.checkpoints] == [None, 0, None]
+    assert {row["source"] for row in res.rows if row["step"] == 4} == {"refit", "step-1"}
+    assert all(row["duplicate_of"] == 0 for row in res.rows if row["step"] == 1)
