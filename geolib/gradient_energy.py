@@ -159,12 +159,12 @@ def training_mask_prob(source: str, default: float | None) -> float:
 
 
 def _step_number(step: str | int) -> int:
+    """The training step of a checkpoint label (``512``, ``"step512"``); ``-1`` for a released
+    model without one (``"final"``)."""
     if isinstance(step, int):
         return step
     digits = "".join(c for c in str(step) if c.isdigit())
-    if not digits:
-        raise ValueError(f"cannot read a training step from revision {step!r}")
-    return int(digits)
+    return int(digits) if digits else -1
 
 
 # ---------------------------------------------------------------------------------------------
@@ -207,15 +207,20 @@ def analyse_run(
     n_boot: int,
     level: float,
     log=print,
+    loader=None,
 ) -> RunResult:
-    """Measure R_energy for every checkpoint of one run (see the module docstring)."""
+    """Measure R_energy for every checkpoint of one run (see the module docstring).
+
+    ``loader(checkpoint) -> (model, tokenizer)`` replaces ``checkpoints.load(source, …)`` for
+    models that are not run directories or hub ids (e.g. a GGUF file).
+    """
     mask_prob = training_mask_prob(source, mask_prob)
     frozen: dict[tuple[int, str, int], np.ndarray] = {}  # (source step, layer, k) -> T
     result: RunResult | None = None
     seen: dict[str, int] = {}
     for i, ckpt in enumerate(checkpoints):
         t0 = time.perf_counter()
-        model, tokenizer = load(source, ckpt)
+        model, tokenizer = load(source, ckpt) if loader is None else loader(ckpt)
         model.eval()
         step = _step_number(ckpt)
         decoder = is_decoder(model)
@@ -262,7 +267,7 @@ def analyse_run(
                     if s < step and (s, layer, k) in frozen
                 }
                 for name, basis in sources.items():
-                    rng = np.random.default_rng([seed, step, li, k, zlib.crc32(name.encode())])
+                    rng = np.random.default_rng([seed, step + 1, li, k, zlib.crc32(name.encode())])
                     ctrl = complement_subspaces(basis, n_controls, rng)
                     bases[(layer, k, name)] = np.concatenate([basis[None], ctrl])
 
@@ -520,6 +525,55 @@ def run_stage(p: dict[str, Any], log=print) -> dict[str, Any]:
     return summary
 
 
+def run_pretrained_stage(p: dict[str, Any], log=print) -> list[dict[str, Any]]:
+    """The probes on the released model of ``geolib.pretrained``, once per corpus domain, each
+    with its own windows of that domain's text (encoded with the model's tokenizer). Writes
+    ``r_energy.csv`` (a ``domain`` column; ``step`` -1: the released checkpoint) and
+    ``losses.csv`` to ``out_dir``; returns the rows."""
+    import pandas as pd
+
+    from geolib.pretrained import load_gguf
+
+    root = Path(p["pretrained_dir"])
+    sheet = json.loads((root / "datasheet.json").read_text())
+    cached: list[Any] = []
+
+    def loader(_ckpt):
+        if not cached:
+            cached.extend(load_gguf(root / "model", sheet["model_file"]))
+        return cached[0], cached[1]
+
+    rows, losses = [], []
+    for domain in p["domains"]:
+        tokens = np.load(root / "tokens" / f"{domain}.npy", mmap_mode="r")
+        src, ev = split_windows(
+            tokens, int(p["seq_len"]) + 1, int(p["n_source"]), int(p["n_eval"]), int(p["seed"])
+        )
+        res = analyse_run(
+            sheet["name"],
+            ["final"],
+            src,
+            ev,
+            ranks=[int(k) for k in p["ranks"]],
+            n_controls=int(p["n_controls"]),
+            frozen_sources=[],
+            batch_size=int(p["batch_size"]),
+            mask_prob=p["mask_prob"],
+            seed=int(p["seed"]),
+            n_boot=int(p["n_boot"]),
+            level=float(p["ci_level"]),
+            log=log,
+            loader=loader,
+        )
+        rows += [{"domain": domain, **row} for row in res.rows]
+        losses += [{"domain": domain, **row} for row in res.losses]
+    out = Path(p["out_dir"])
+    out.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows).to_csv(out / "r_energy.csv", index=False, float_format="%.6g")
+    pd.DataFrame(losses).to_csv(out / "losses.csv", index=False, float_format="%.6g")
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     from geolib.config import stage_params
 
@@ -531,9 +585,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     t0 = time.perf_counter()
-    summary = run_stage(stage_params(args.params, args.section))
-    print(json.dumps({k: v for k, v in summary.items() if k != "a7_units"}, indent=1))
-    print(f"gradient_energy: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    params = stage_params(args.params, args.section)
+    if "pretrained_dir" in params:
+        run_pretrained_stage(params)
+    else:
+        summary = run_stage(params)
+        print(json.dumps({k: v for k, v in summary.items() if k != "a7_units"}, indent=1))
+    print(f"{args.section}: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     return 0
 
 
