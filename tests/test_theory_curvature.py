@@ -8,6 +8,7 @@ import pytest
 
 from geolib.stats import fit_loglog
 from geolib.theory import curvature as th
+from geolib.theory import curvature_scans as scans
 
 
 def _inside(fit, target, tol):
@@ -277,7 +278,7 @@ SCALES = np.logspace(-3, 0.5, 12)
 
 @pytest.mark.parametrize(("kind", "shape"), [("half_normal", 1), ("exponential", 1), ("gamma", 3)])
 def test_sphere_scan_slope_two(kind, shape):
-    scan = th.sphere_curvature_scan(1.0, kind, SCALES, shape=shape, n_points=8000, seed=0)
+    scan = scans.sphere_curvature_scan(1.0, kind, SCALES, shape=shape, n_points=8000, seed=0)
     assert _inside(scan.fit, 2.0, 0.15)  # tolerance: ± 0.15 at 8000 points per scale
     m = scan.fit_mask
     np.testing.assert_allclose(scan.simulated_pca[m] / scan.closed_form[m], 1, atol=0.15)
@@ -287,29 +288,31 @@ def test_sphere_scan_slope_two(kind, shape):
 
 
 def test_scan_is_deterministic_and_validates():
-    a = th.sphere_curvature_scan(1.0, "half_normal", SCALES, n_points=500, seed=5)
-    b = th.sphere_curvature_scan(1.0, "half_normal", SCALES, n_points=500, seed=5)
+    a = scans.sphere_curvature_scan(1.0, "half_normal", SCALES, n_points=500, seed=5)
+    b = scans.sphere_curvature_scan(1.0, "half_normal", SCALES, n_points=500, seed=5)
     np.testing.assert_array_equal(a.simulated_pca, b.simulated_pca)
     with pytest.raises(ValueError, match=">= 3 scales"):
-        th.sphere_curvature_scan(1.0, "half_normal", [1.0, 2.0, 3.0], n_points=500)
+        scans.sphere_curvature_scan(1.0, "half_normal", [1.0, 2.0, 3.0], n_points=500)
     with pytest.raises(ValueError, match="kappa"):
-        th.sphere_curvature_scan(0.0, "half_normal", SCALES, n_points=500)
+        scans.sphere_curvature_scan(0.0, "half_normal", SCALES, n_points=500)
 
 
 def test_graph_scan_curved_and_flat_directions():
-    scan = th.graph_curvature_scan([1.0, 0.25, 0.0], "half_normal", SCALES, n_points=8000, seed=0)
+    scan = scans.graph_curvature_scan(
+        [1.0, 0.25, 0.0], "half_normal", SCALES, n_points=8000, seed=0
+    )
     assert scan.simulated.shape == (SCALES.size, 2)  # the flat direction adds no normal axis
     assert _inside(scan.fit, 2.0, 0.15)
     np.testing.assert_allclose(scan.simulated / scan.closed_form, 1, atol=0.15)
     # curvature 1 vs 0.25: variance ratio 16 at every scale
     np.testing.assert_allclose(scan.closed_form[:, 0] / scan.closed_form[:, 1], 16.0)
     with pytest.raises(ValueError, match="no curved"):
-        th.graph_curvature_scan([0.0, 0.0], "half_normal", SCALES)
+        scans.graph_curvature_scan([0.0, 0.0], "half_normal", SCALES)
 
 
 def test_frequency_scan_takes_its_scale_from_the_a1_estimator():
     counts = np.logspace(0, 4, 9).round()
-    scan = th.frequency_curvature_scan(
+    scan = scans.frequency_curvature_scan(
         1.0, counts, noise=0.5, n_replicates=256, n_points=8000, seed=0
     )
     # the scale is sqrt of the estimator's dispersion, whose expectation is noise²/n
@@ -318,11 +321,11 @@ def test_frequency_scan_takes_its_scale_from_the_a1_estimator():
     # slope -1 in n: by construction (s² ∝ 1/n and slope 2 in s), not evidence
     assert _inside(scan.fit, -1.0, 0.1)
     with pytest.raises(ValueError, match="counts"):
-        th.frequency_curvature_scan(1.0, [0.5, 1, 2, 3])
+        scans.frequency_curvature_scan(1.0, [0.5, 1, 2, 3])
 
 
 def test_scan_fit_range_is_the_measured_departure():
-    scan = th.sphere_curvature_scan(1.0, "exponential", SCALES, n_points=500, seed=0)
+    scan = scans.sphere_curvature_scan(1.0, "exponential", SCALES, n_points=500, seed=0)
     kr = th.departure_kappa_rho("exponential", 0.02)
     assert scan.fit_kappa_rho == kr and scan.fit_departure == 0.02
     np.testing.assert_array_equal(scan.fit_mask, scan.kappa_rho <= kr)
@@ -330,12 +333,12 @@ def test_scan_fit_range_is_the_measured_departure():
     m = scan.fit_mask
     assert np.all(1 - scan.exact[m] / scan.closed_form[m] <= 0.02 + 1e-12)
     assert 1 - scan.exact[~m][0] / scan.closed_form[~m][0] > 0.02
-    graph = th.graph_curvature_scan([2.0, 0.5], "half_normal", SCALES, n_points=500, seed=0)
+    graph = scans.graph_curvature_scan([2.0, 0.5], "half_normal", SCALES, n_points=500, seed=0)
     rho = np.array([th.RadialDensity("half_normal", s).effective_radius for s in SCALES])
     kr_hn = th.departure_kappa_rho("half_normal", 0.02)
     np.testing.assert_array_equal(graph.fit_mask, 2.0 * rho <= kr_hn)
     with pytest.raises(ValueError, match="departure"):
-        th.sphere_curvature_scan(1.0, "half_normal", SCALES, fit_departure=0.0)
+        scans.sphere_curvature_scan(1.0, "half_normal", SCALES, fit_departure=0.0)
 
 
 # ------------------------------------------------------------------------------------------
@@ -532,7 +535,7 @@ def test_ball_selection_and_bad_input():
 
 def test_ball_selection_scan_matches_closed_forms():
     radii = np.logspace(np.log10(0.02), 0, 7)
-    scan = th.ball_selection_scan(1.0, radii, n_points=8000, seed=0)
+    scan = scans.ball_selection_scan(1.0, radii, n_points=8000, seed=0)
     for sim, closed in (
         (scan.geodesic_pca, scan.geodesic_closed),
         (scan.chord_pca, scan.chord_closed),
@@ -544,4 +547,4 @@ def test_ball_selection_scan_matches_closed_forms():
     assert 2.0 < scan.fit_geodesic_closed.slope < scan.fit_chord_closed.slope < 2.1
     assert _inside(scan.fit_geodesic, 2.0, 0.1) and _inside(scan.fit_chord, 2.0, 0.1)
     with pytest.raises(ValueError, match="radii"):
-        th.ball_selection_scan(1.0, [0.1, 0.2])
+        scans.ball_selection_scan(1.0, [0.1, 0.2])
