@@ -1,8 +1,9 @@
 """Statistics shared by the chapters: every reported number carries its uncertainty.
 
 Each statistic lives here once: the Student-t quantile (:func:`t_quantile`), the mean with its
-interval (:func:`mean_ci`), the log–log slope with its interval (:func:`fit_loglog`) and the
-interval of a proportion (:func:`proportion_ci`, for coverage checks).
+interval (:func:`mean_ci`), the log–log slope with its interval (:func:`fit_loglog`), the
+interval of a proportion (:func:`proportion_ci`, for coverage checks) and Zipf's slope of a
+corpus with its document bootstrap (:func:`zipf_fit`, :func:`zipf_bootstrap`).
 """
 
 from __future__ import annotations
@@ -165,3 +166,73 @@ def proportion_ci(successes: int, n: int, level: float = 0.95) -> Proportion:
     low = 0.0 if k == 0 else float(stats.beta.ppf(alpha / 2, k, n - k + 1))
     high = 1.0 if k == n else float(stats.beta.ppf(1 - alpha / 2, k + 1, n - k))
     return Proportion(k, n, low, high, level)
+
+
+def zipf_fit(
+    counts: np.ndarray, rank_min: int = 1, rank_max: int | None = None
+) -> dict[str, float]:
+    """Least-squares slope of log10 count against log10 rank over ranks ``[rank_min, rank_max]``.
+
+    Zero counts are dropped first. Returns ``slope``, ``intercept``, ``r2`` and the rank range.
+    """
+    freq = np.sort(np.asarray(counts, dtype=np.float64))[::-1]
+    freq = freq[freq > 0]
+    rank_max = freq.size if rank_max is None else min(rank_max, freq.size)
+    if rank_min < 1 or rank_max - rank_min < 2:
+        raise ValueError(f"need at least 3 ranks with non-zero counts in [{rank_min}, {rank_max}]")
+    ranks = np.arange(rank_min, rank_max + 1, dtype=np.float64)
+    fit = fit_loglog(ranks, freq[rank_min - 1 : rank_max])
+    slope, intercept, r2 = fit.slope, fit.intercept / math.log(10.0), fit.r_squared
+    return {
+        "slope": float(slope),
+        "intercept": float(intercept),
+        "r2": r2,
+        "rank_min": rank_min,
+        "rank_max": int(rank_max),
+    }
+
+
+def zipf_bootstrap(
+    doc_counts: np.ndarray,
+    *,
+    n_boot: int = 200,
+    seed: int = 0,
+    rank_min: int = 1,
+    rank_max: int | None = None,
+    level: float = 0.95,
+    method: str = "basic",
+) -> dict[str, float]:
+    """Zipf slope with a confidence interval from resampling documents with replacement.
+
+    ``method="basic"`` (default) gives the reverse-percentile interval
+    ``[2s - q_hi, 2s - q_lo]``, which corrects the bias of the resampled slopes (duplicated
+    documents concentrate their rare tokens); ``"percentile"`` gives ``[q_lo, q_hi]``. The
+    interval covers sampling of documents only, not the choice of the fitted rank range.
+    """
+    doc_counts = np.asarray(doc_counts)
+    if doc_counts.ndim != 2 or doc_counts.shape[0] < 2:
+        raise ValueError("doc_counts must be [documents >= 2, vocab]")
+    if method not in ("basic", "percentile"):
+        raise ValueError(f"method must be 'basic' or 'percentile', got {method!r}")
+    if not 0 < level < 1 or n_boot < 2:
+        raise ValueError(f"need 0 < level < 1 and n_boot >= 2, got {level=}, {n_boot=}")
+    rng = np.random.default_rng(seed)
+    n_docs = doc_counts.shape[0]
+    slopes = np.empty(n_boot)
+    for b in range(n_boot):
+        weights = np.bincount(rng.integers(0, n_docs, n_docs), minlength=n_docs)
+        slopes[b] = zipf_fit(weights @ doc_counts, rank_min, rank_max)["slope"]
+    point = zipf_fit(doc_counts.sum(axis=0), rank_min, rank_max)
+    q_lo, q_hi = np.quantile(slopes, [(1 - level) / 2, (1 + level) / 2])
+    s = point["slope"]
+    lo, hi = (2 * s - q_hi, 2 * s - q_lo) if method == "basic" else (q_lo, q_hi)
+    return {
+        **point,
+        "ci_low": float(lo),
+        "ci_high": float(hi),
+        "level": level,
+        "method": method,
+        "n_boot": n_boot,
+        "boot_mean": float(slopes.mean()),
+        "boot_sd": float(slopes.std(ddof=1)),
+    }

@@ -609,28 +609,6 @@ def test_document_token_counts():
     assert m.sum() == 5
 
 
-def test_zipf_fit_recovers_a_power_law_and_bootstrap_brackets_it():
-    ranks = np.arange(1, 1001)
-    counts = np.round(1e6 * ranks**-1.0).astype(np.int64)
-    fit = D.zipf_fit(counts, rank_min=1, rank_max=500)
-    assert fit["slope"] == pytest.approx(-1.0, abs=0.01) and fit["r2"] > 0.999
-    rng = np.random.default_rng(0)
-    p = ranks**-1.1 / (ranks**-1.1).sum()
-    docs = np.stack([rng.multinomial(20000, p) for _ in range(30)])
-    boot = D.zipf_bootstrap(docs, n_boot=50, seed=0, rank_min=1, rank_max=100)
-    assert boot["ci_low"] <= boot["slope"] <= boot["ci_high"]
-    assert boot["ci_low"] < -1.1 < boot["ci_high"]
-    pct = D.zipf_bootstrap(docs, n_boot=50, seed=0, rank_min=1, rank_max=100, method="percentile")
-    assert pct["ci_high"] - pct["ci_low"] == pytest.approx(boot["ci_high"] - boot["ci_low"])
-    assert boot == D.zipf_bootstrap(docs, n_boot=50, seed=0, rank_min=1, rank_max=100)
-    with pytest.raises(ValueError, match="method"):
-        D.zipf_bootstrap(docs, method="bca")
-    with pytest.raises(ValueError, match="ranks"):
-        D.zipf_fit(np.array([5, 0, 0]))
-    with pytest.raises(ValueError, match="documents"):
-        D.zipf_bootstrap(np.ones((1, 5)))
-
-
 def test_prepare_corpus_drops_domains_of_an_earlier_configuration(fake_pypi, tmp_path):
     kw = {"raw_dir": tmp_path / "raw", "out_dir": tmp_path / "c", "log": lambda m: None}
     D.prepare_corpus(SOURCES, DOMAINS, **kw)

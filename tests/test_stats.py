@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from geolib import stats as stats_module
 from geolib.stats import fit_loglog, mean_ci, proportion_ci, t_quantile
 
 
@@ -111,3 +112,27 @@ def test_proportion_ci_matches_beta_quantiles_and_edges():
 def test_proportion_ci_bad_input(k, n):
     with pytest.raises(ValueError):
         proportion_ci(k, n)
+
+
+def test_zipf_fit_recovers_a_power_law_and_bootstrap_brackets_it():
+    ranks = np.arange(1, 1001)
+    counts = np.round(1e6 * ranks**-1.0).astype(np.int64)
+    fit = stats_module.zipf_fit(counts, rank_min=1, rank_max=500)
+    assert fit["slope"] == pytest.approx(-1.0, abs=0.01) and fit["r2"] > 0.999
+    rng = np.random.default_rng(0)
+    p = ranks**-1.1 / (ranks**-1.1).sum()
+    docs = np.stack([rng.multinomial(20000, p) for _ in range(30)])
+    boot = stats_module.zipf_bootstrap(docs, n_boot=50, seed=0, rank_min=1, rank_max=100)
+    assert boot["ci_low"] <= boot["slope"] <= boot["ci_high"]
+    assert boot["ci_low"] < -1.1 < boot["ci_high"]
+    pct = stats_module.zipf_bootstrap(
+        docs, n_boot=50, seed=0, rank_min=1, rank_max=100, method="percentile"
+    )
+    assert pct["ci_high"] - pct["ci_low"] == pytest.approx(boot["ci_high"] - boot["ci_low"])
+    assert boot == stats_module.zipf_bootstrap(docs, n_boot=50, seed=0, rank_min=1, rank_max=100)
+    with pytest.raises(ValueError, match="method"):
+        stats_module.zipf_bootstrap(docs, method="bca")
+    with pytest.raises(ValueError, match="ranks"):
+        stats_module.zipf_fit(np.array([5, 0, 0]))
+    with pytest.raises(ValueError, match="documents"):
+        stats_module.zipf_bootstrap(np.ones((1, 5)))
