@@ -17,7 +17,6 @@ import argparse
 import json
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -34,24 +33,15 @@ from geolib.train import (  # noqa: E402
     lr_at,
     make_batch,
     make_optimizer,
-    params_to_config,
-    resolve_vocab,
     train_step,
 )
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_train import config_and_tokens  # noqa: E402  (the same models and tokens)
+
 
 def bench_model(params: Path, section: str, steps: int, repeats: int) -> dict:
-    cfg = params_to_config(params, section, base="train")
-    if not (ROOT / str(cfg.tokenizer)).is_dir():
-        cfg = replace(cfg, tokenizer=None, vocab_size=cfg.vocab_size or 4096, mask_token_id=2)
-    cfg = replace(cfg, tokenizer=cfg.tokenizer and str(ROOT / cfg.tokenizer))
-    vocab, _ = resolve_vocab(cfg)
-    path = ROOT / cfg.train_tokens
-    tokens = (
-        np.load(path, mmap_mode="r")
-        if path.is_file()
-        else np.random.default_rng(0).integers(3, vocab.size, 1_000_000).astype(np.uint16)
-    )
+    cfg, vocab, tokens = config_and_tokens(params, section)
     model = build_model(cfg.model, vocab.size, seed=cfg.seed)
     optimizer = make_optimizer(model, cfg)
     rng = np.random.default_rng(cfg.seed)

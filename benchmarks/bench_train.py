@@ -60,7 +60,9 @@ def matmul_peak(n: int = 2048, repeats: int = 5, inner: int = 4) -> float:
     return best
 
 
-def bench_model(params: Path, section: str, steps: int, repeats: int, warmup: int) -> dict:
+def config_and_tokens(params: Path, section: str):
+    """``(TrainConfig, Vocab, tokens)`` of one default model: real tokens and tokenizer if the
+    pipeline has built them, else the configured vocabulary and uniform random ids."""
     cfg = params_to_config(params, section, base="train")
     if not (ROOT / str(cfg.tokenizer)).is_dir():  # no tokenizer built yet: configured size
         cfg = replace(cfg, tokenizer=None, vocab_size=cfg.vocab_size or 4096, mask_token_id=2)
@@ -72,6 +74,11 @@ def bench_model(params: Path, section: str, steps: int, repeats: int, warmup: in
         if train_path.is_file()
         else np.random.default_rng(0).integers(3, vocab.size, 1_000_000).astype(np.uint16)
     )
+    return cfg, vocab, tokens
+
+
+def bench_model(params: Path, section: str, steps: int, repeats: int, warmup: int) -> dict:
+    cfg, vocab, tokens = config_and_tokens(params, section)
     torch.manual_seed(cfg.seed)
     model = build_model(cfg.model, vocab.size, seed=cfg.seed)
     optimizer = make_optimizer(model, cfg)

@@ -94,6 +94,13 @@ def _finite(name: str, value: Any) -> float:
     return x
 
 
+def _positive(name: str, value: Any) -> float:
+    x = _finite(name, value)
+    if x <= 0:
+        raise ValueError(f"{name} must be > 0, got {x}")
+    return x
+
+
 def _interval(estimate: Any, low: Any, high: Any) -> tuple[float, float, float]:
     e, lo, hi = _finite("estimate", estimate), _finite("low", low), _finite("high", high)
     if not lo <= e <= hi:
@@ -123,9 +130,7 @@ class WithinTolerance:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "target", _finite("target", self.target))
-        object.__setattr__(self, "tol", _finite("tol", self.tol))
-        if self.tol <= 0:
-            raise ValueError(f"tol must be > 0, got {self.tol}")
+        object.__setattr__(self, "tol", _positive("tol", self.tol))
         object.__setattr__(self, "reason", _reason(self.reason))
 
     def describe(self) -> str:
@@ -267,9 +272,7 @@ class Identity:
     kind: ClassVar[str] = "identity"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "tol", _finite("tol", self.tol))
-        if self.tol <= 0:
-            raise ValueError(f"tol must be > 0, got {self.tol}")
+        object.__setattr__(self, "tol", _positive("tol", self.tol))
         object.__setattr__(self, "reason", _reason(self.reason))
 
     def describe(self) -> str:

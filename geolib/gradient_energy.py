@@ -44,15 +44,16 @@ from geolib.checkpoints import available_steps, is_run_dir, load
 from geolib.metrics import StreamingCovariance
 from geolib.probes import (
     GradientEnergy,
+    REnergy,
     SecondMoment,
-    ceiling_ratio,
+    ceiling_ratios,
     complement_subspaces,
     is_decoder,
     layer_names,
     r_energy,
     residual_states,
     states_and_gradients,
-    top_subspace,
+    top_subspaces,
 )
 
 REFIT = "refit"
@@ -175,7 +176,8 @@ def _step_number(step: str | int) -> int:
 @dataclass
 class RunResult:
     """Everything measured on one run; ``energies[(step, layer, k, source)]`` is the
-    ``(n_eval, 1 + n_controls)`` per-sequence energy matrix of that unit."""
+    ``(n_eval, 1 + n_controls)`` per-sequence energy matrix of that unit, ``ratios[…]`` its
+    R_energy with the interval (the ``r_energy.csv`` row)."""
 
     run: str
     decoder: bool
@@ -183,6 +185,7 @@ class RunResult:
     d_model: int
     rows: list[dict[str, Any]] = field(default_factory=list)
     energies: dict[tuple[int, str, int, str], np.ndarray] = field(default_factory=dict)
+    ratios: dict[tuple[int, str, int, str], REnergy] = field(default_factory=dict)
     losses: list[dict[str, Any]] = field(default_factory=list)
     checkpoints: list[dict[str, Any]] = field(default_factory=list)
     subspaces: dict[tuple[int, str, int], np.ndarray] = field(default_factory=dict)
@@ -228,8 +231,6 @@ def analyse_run(
         d = int(model.config.hidden_size)
         if result is None:
             result = RunResult(source, decoder, layers, d)
-        if max(ranks) * 2 > d:
-            raise ValueError(f"rank {max(ranks)} too large for d_model {d} (need 2k <= d)")
         digest = weights_hash(model)
         duplicate = seen.get(digest)
         seen.setdefault(digest, step)
@@ -252,11 +253,10 @@ def analyse_run(
                 covs, residual_states(model, torch.from_numpy(src_in[sl])), strict=True
             ):
                 cov.update(h.reshape(-1, d))
-        bases: dict[tuple[str, int, str], np.ndarray] = {}
+        # per layer: {(k, source of T): T and its controls stacked}
+        bases: dict[str, dict[tuple[int, str], np.ndarray]] = {layer: {} for layer in layers}
         for li, (layer, cov) in enumerate(zip(layers, covs, strict=True)):
-            c = cov.covariance()
-            for k in ranks:
-                t = top_subspace(c, k)
+            for k, t in top_subspaces(cov.covariance(), ranks).items():
                 result.subspaces[(step, layer, k)] = t
                 if step in frozen_sources:
                     frozen[(step, layer, k)] = t
@@ -269,10 +269,12 @@ def analyse_run(
                 for name, basis in sources.items():
                     rng = np.random.default_rng([seed, step + 1, li, k, zlib.crc32(name.encode())])
                     ctrl = complement_subspaces(basis, n_controls, rng)
-                    bases[(layer, k, name)] = np.concatenate([basis[None], ctrl])
+                    bases[layer][(k, name)] = np.concatenate([basis[None], ctrl])
 
         # 2. evaluation pass: G per layer -> energies in T and the controls; second moments
-        acc = {key: GradientEnergy(b) for key, b in bases.items()}
+        acc = {
+            layer: {key: GradientEnergy(b) for key, b in by.items()} for layer, by in bases.items()
+        }
         moments = [SecondMoment(d) for _ in layers]
         loss_sum, n_targets = 0.0, 0
         for sl in _batches(len(ev_in), batch_size):
@@ -283,35 +285,36 @@ def analyse_run(
             n_targets += sg.n_targets
             for li, (layer, g) in enumerate(zip(layers, sg.grads, strict=True)):
                 moments[li].update(g)
-                for (lay, _k, _name), a in acc.items():
-                    if lay == layer:
-                        a.update(g)
+                for a in acc[layer].values():
+                    a.update(g)
         result.losses.append({"run": source, "step": step, "eval_loss": loss_sum / n_targets})
-        for (layer, k, name), a in acc.items():
-            e = a.energies
-            result.energies[(step, layer, k, name)] = e
-            r = r_energy(e, n_boot=n_boot, level=level, seed=seed)
-            ceil = ceiling_ratio(moments[layers.index(layer)].matrix.numpy(), k)
-            result.rows.append(
-                {
-                    "run": source,
-                    "decoder": decoder,
-                    "step": step,
-                    "layer": layer,
-                    "layer_index": layers.index(layer),
-                    "k": k,
-                    "source": name,
-                    "r_energy": r.ratio,
-                    "ci_low": r.low,
-                    "ci_high": r.high,
-                    "p_value": r.p_value,
-                    "ceiling": ceil,
-                    "fraction_of_ceiling": r.ratio / ceil,
-                    "n_sequences": r.n_sequences,
-                    "n_controls": r.n_controls,
-                    "duplicate_of": duplicate,
-                }
-            )
+        for li, layer in enumerate(layers):
+            ceilings = ceiling_ratios(moments[li].matrix.numpy(), ranks)
+            for (k, name), a in acc[layer].items():
+                e = a.energies
+                r = r_energy(e, n_boot=n_boot, level=level, seed=seed)
+                result.energies[(step, layer, k, name)] = e
+                result.ratios[(step, layer, k, name)] = r
+                result.rows.append(
+                    {
+                        "run": source,
+                        "decoder": decoder,
+                        "step": step,
+                        "layer": layer,
+                        "layer_index": li,
+                        "k": k,
+                        "source": name,
+                        "r_energy": r.ratio,
+                        "ci_low": r.low,
+                        "ci_high": r.high,
+                        "p_value": r.p_value,
+                        "ceiling": ceilings[k],
+                        "fraction_of_ceiling": r.ratio / ceilings[k],
+                        "n_sequences": r.n_sequences,
+                        "n_controls": r.n_controls,
+                        "duplicate_of": duplicate,
+                    }
+                )
         log(
             f"{source}: checkpoint {ckpt} ({i + 1}/{len(checkpoints)}), eval loss "
             f"{loss_sum / n_targets:.3f}, {time.perf_counter() - t0:.1f} s"
@@ -427,15 +430,15 @@ def summarise(results: list[RunResult], p: dict[str, Any]) -> dict[str, Any]:
         final = max(s for (s, *_rest) in r.energies)
         for layer in r.layers[1:]:
             early = [
-                unit_ratios([r.energies[(s, layer, k, REFIT)]])[0, 0]
-                for (s, lay, kk, src) in r.energies
+                ratio.ratio
+                for (s, lay, kk, src), ratio in r.ratios.items()
                 if lay == layer and kk == k and src == REFIT and 1 <= s <= early_max
             ]
-            final_refit = unit_ratios([r.energies[(final, layer, k, REFIT)]])[0, 0]
+            final_refit = r.ratios[(final, layer, k, REFIT)].ratio
             frozen_key = (final, layer, k, f"step-{a7}")
             if not early or frozen_key not in r.energies:
                 continue
-            fz = r_energy(r.energies[frozen_key], n_boot=int(p["n_boot"]), level=level)
+            fz = r.ratios[frozen_key]
             a7_units.append(
                 {
                     "run": r.run,

@@ -234,22 +234,34 @@ def _check_basis(basis: np.ndarray, name: str = "basis") -> np.ndarray:
     return b
 
 
-def top_subspace(matrix: np.ndarray, k: int) -> np.ndarray:
-    """Orthonormal basis ``(d, k)`` of the top-k eigenvectors of a symmetric PSD matrix (a
-    covariance of H: the tangent subspace T; a second moment of G: the ceiling's subspace).
-
-    Errors if k is not in [1, d) or the matrix is not square and finite.
-    """
+def _square_and_ranks(matrix: np.ndarray, ranks: list[int], name: str) -> np.ndarray:
+    """A finite square matrix, symmetrised, after checking every rank is an integer in [1, d)."""
     m = np.asarray(matrix, dtype=np.float64)
     if m.ndim != 2 or m.shape[0] != m.shape[1]:
-        raise ValueError(f"matrix must be square, got shape {m.shape}")
+        raise ValueError(f"{name} must be square, got shape {m.shape}")
     if not np.all(np.isfinite(m)):
-        raise ValueError("matrix contains non-finite values")
+        raise ValueError(f"{name} contains non-finite values")
     d = m.shape[0]
-    if isinstance(k, bool) or int(k) != k or not 1 <= k < d:
-        raise ValueError(f"rank k must be an integer in [1, d={d}), got {k!r}")
-    _, vecs = np.linalg.eigh(0.5 * (m + m.T))
-    return np.ascontiguousarray(vecs[:, ::-1][:, : int(k)])
+    for k in ranks:
+        if isinstance(k, bool) or int(k) != k or not 1 <= k < d:
+            raise ValueError(f"rank k must be an integer in [1, d={d}), got {k!r}")
+    return 0.5 * (m + m.T)
+
+
+def top_subspaces(matrix: np.ndarray, ranks: list[int]) -> dict[int, np.ndarray]:
+    """``{k: (d, k) basis}`` of the top-k eigenvectors of a symmetric PSD matrix for every rank
+    in ``ranks``, from one eigendecomposition (a covariance of H: the tangent subspaces T).
+
+    Errors if a k is not in [1, d) or the matrix is not square and finite.
+    """
+    _, vecs = np.linalg.eigh(_square_and_ranks(matrix, ranks, "matrix"))
+    top = vecs[:, ::-1]
+    return {int(k): np.ascontiguousarray(top[:, : int(k)]) for k in ranks}
+
+
+def top_subspace(matrix: np.ndarray, k: int) -> np.ndarray:
+    """Orthonormal basis ``(d, k)`` of the top-k eigenvectors (:func:`top_subspaces`, one k)."""
+    return top_subspaces(matrix, [k])[int(k)]
 
 
 def complement_subspaces(basis: np.ndarray, n: int, seed: int | np.random.Generator) -> np.ndarray:
@@ -370,25 +382,28 @@ def r_energy(
     return REnergy(ratio, float(low), float(high), level, p, n, n_ctrl)
 
 
-def ceiling_ratio(second_moment: np.ndarray, k: int) -> float:
-    """The largest R_energy a rank-k subspace can reach: G's own top-k eigen-directions against
-    the expected energy of a Haar rank-k subspace of their complement,
+def ceiling_ratios(second_moment: np.ndarray, ranks: list[int]) -> dict[int, float]:
+    """``{k: ceiling}`` for every rank, from one eigendecomposition: the largest R_energy a rank-k
+    subspace can reach, G's own top-k eigen-directions against the expected energy of a Haar
+    rank-k subspace of their complement,
 
         Σ_{i<=k} λ_i / (k/(d − k) · Σ_{i>k} λ_i),   λ the eigenvalues of M = Σ g gᵀ.
 
-    Equal to 1 exactly when M ∝ I (isotropic gradients).
+    Equal to 1 exactly when M ∝ I (isotropic gradients); infinite when M has rank <= k.
     """
-    m = np.asarray(second_moment, dtype=np.float64)
-    if m.ndim != 2 or m.shape[0] != m.shape[1]:
-        raise ValueError(f"second_moment must be square, got shape {m.shape}")
+    m = _square_and_ranks(second_moment, ranks, "second_moment")
     d = m.shape[0]
-    if isinstance(k, bool) or int(k) != k or not 1 <= k < d:
-        raise ValueError(f"rank k must be an integer in [1, d={d}), got {k!r}")
-    lam = np.clip(np.linalg.eigvalsh(0.5 * (m + m.T))[::-1], 0.0, None)
-    rest = lam[k:].sum()
-    if rest <= 0:
-        return float("inf")
-    return float(lam[:k].sum() / (k / (d - k) * rest))
+    lam = np.clip(np.linalg.eigvalsh(m)[::-1], 0.0, None)
+    out = {}
+    for k in map(int, ranks):
+        rest = lam[k:].sum()
+        out[k] = float("inf") if rest <= 0 else float(lam[:k].sum() / (k / (d - k) * rest))
+    return out
+
+
+def ceiling_ratio(second_moment: np.ndarray, k: int) -> float:
+    """The ceiling of :func:`ceiling_ratios` for one rank k."""
+    return ceiling_ratios(second_moment, [k])[int(k)]
 
 
 class SecondMoment:
