@@ -29,10 +29,11 @@ test: env
 test-all: env
 	$(BIN)/python -m pytest -q -m "slow or not slow"
 
-# The CI smoke profile: the same pipeline with profiles/smoke.yaml applied as DVC experiment
-# parameters (params.yaml is modified in the workspace; `git checkout params.yaml` restores it).
+# The CI smoke profile: the same pipeline with profiles/smoke.yaml applied, run in a scratch copy
+# of the working tree (profile-runs/smoke/) so the workspace and its default results stay as
+# they were; every file a stage opens is checked against its deps and outs.
 smoke: env
-	$(BIN)/dvc exp run $$($(BIN)/python scripts/profile_args.py smoke)
+	$(BIN)/python scripts/run_profile.py smoke --audit
 
 lint: env
 	$(BIN)/ruff check .

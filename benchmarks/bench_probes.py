@@ -15,20 +15,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+# the same models and tokens (a script's own folder is first on sys.path)
+from bench_train import config_and_tokens
 
-from geolib.config import load_params  # noqa: E402
-from geolib.models import build_model  # noqa: E402
-from geolib.probes import states_and_gradients  # noqa: E402
-from geolib.train import (  # noqa: E402
+from geolib.config import load_params
+from geolib.models import build_model
+from geolib.probes import states_and_gradients
+from geolib.train import (
     keep_freed_memory,
     lr_at,
     make_batch,
@@ -36,8 +35,7 @@ from geolib.train import (  # noqa: E402
     train_step,
 )
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_train import config_and_tokens  # noqa: E402  (the same models and tokens)
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def bench_model(params: Path, section: str, steps: int, repeats: int) -> dict:

@@ -66,3 +66,15 @@ def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             flat[name] = value
     return flat
+
+
+def apply_profile(params: Mapping[str, Any], profile: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` with a profile's keys replaced (e.g. ``profiles/smoke.yaml``).
+
+    A profile holds only the keys it changes, nested like ``params.yaml``; every key must
+    already exist in ``params`` so a profile cannot silently drift from the defaults.
+    """
+    unknown = sorted(set(flatten(profile)) - set(flatten(params)))
+    if unknown:
+        raise KeyError(f"profile keys not in the parameters: {unknown}")
+    return deep_update(dict(params), profile)

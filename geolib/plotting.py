@@ -41,3 +41,16 @@ def savefig(fig: plt.Figure, stem: str | Path) -> list[Path]:
     fig.savefig(png, metadata={"Software": None})
     fig.savefig(svg, metadata={"Date": None, "Creator": None})
     return [png, svg]
+
+
+def show(fig: plt.Figure, stem: str | Path) -> Path:
+    """Save ``fig`` (:func:`savefig`), close it and display the saved PNG; return its path.
+
+    The one way a chapter puts a figure on the page: what the book shows is the file on disk.
+    """
+    from IPython.display import Image, display
+
+    png = savefig(fig, stem)[0]
+    plt.close(fig)
+    display(Image(filename=str(png)))
+    return png

@@ -18,10 +18,9 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from geolib import claims
 
-from geolib.claims import claims_markdown, read_claims  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 BOOK = ROOT / "book"
 
@@ -42,9 +41,7 @@ def vendor_mathjax(dest: Path) -> Path:
 
 def main() -> int:
     claim_files = sorted((ROOT / "data" / "claims").glob("*.json"))
-    generated = BOOK / "_generated"
-    generated.mkdir(exist_ok=True)
-    (generated / "claims.md").write_text(claims_markdown(read_claims(claim_files)))
+    claims.main([str(BOOK / "_generated" / "claims.md"), *map(str, claim_files)])
     vendor_mathjax(BOOK / "_mathjax")
     toc = yaml.safe_load((BOOK / "_toc.yml").read_text())
     chapters = [c["file"] for part in toc.get("parts", []) for c in part.get("chapters", [])]

@@ -3,18 +3,22 @@
     python scripts/run_notebook.py NAME [--params params.yaml] [-y "overrides: {k: v}"]
 
 Runs ``notebooks/NAME.ipynb`` from the repository root into ``book/chapters/NAME.ipynb``.
-The notebook reads its own section of the parameters file; output folders are created first
-because papermill writes the output notebook before the first cell runs.
+The notebook reads its own section of the parameters file. With overrides, the executed copy
+and everything the chapter writes go to an exploration folder (``geolib.outputs``), printed at
+the end: the pipeline's results change only through ``dvc repro``.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 import papermill as pm
 import yaml
+
+from geolib.outputs import stage_outputs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -24,29 +28,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("name", help="notebook name, without .ipynb")
     parser.add_argument("--params", default="params.yaml", help="parameters file (repo-relative)")
     parser.add_argument("-y", "--overrides", default="", help="YAML mapping of parameter overrides")
-    parser.add_argument("--out-dir", default="book/chapters", help="where the executed copy goes")
+    parser.add_argument("--out-dir", help="where the executed copy goes (default: book/chapters)")
     args = parser.parse_args(argv)
+    os.chdir(ROOT)  # every path below and in the notebooks is repository-relative
 
     source = ROOT / "notebooks" / f"{args.name}.ipynb"
     if not source.is_file():
         parser.error(f"no notebook {source}")
-    for folder in (
-        args.out_dir,
-        f"figures/{args.name}",
-        f"data/results/{args.name}",
-        "data/claims",
-    ):
-        (ROOT / folder).mkdir(parents=True, exist_ok=True)
     overrides = yaml.safe_load(args.overrides) if args.overrides else {}
+    if not isinstance(overrides, dict):
+        parser.error(f"-y must be a YAML mapping, got {overrides!r}")
+    # Made here too because papermill writes the executed copy before the first cell runs.
+    out = stage_outputs(args.name, overrides)
+    out_dir = Path(args.out_dir or (out.root if out.exploring else "book/chapters"))
+    (ROOT / out_dir).mkdir(parents=True, exist_ok=True)
     pm.execute_notebook(
         str(source),
-        str(ROOT / args.out_dir / f"{args.name}.ipynb"),
-        parameters={"params_path": args.params, "overrides": overrides or {}},
+        str(ROOT / out_dir / f"{args.name}.ipynb"),
+        parameters={"params_path": args.params, "overrides": overrides},
         cwd=str(ROOT),
         kernel_name="python3",
         progress_bar=sys.stderr.isatty(),
         log_output=False,
     )
+    if out.exploring:
+        print(f"exploration (overrides {overrides}): outputs in {out.root}/")
     return 0
 
 

@@ -1,0 +1,96 @@
+"""Check the files each stage opened against its declared deps and outs (``--audit`` runs).
+
+    python scripts/check_io.py AUDIT_DIR [--dvc-yaml dvc.yaml]
+
+Reads the ``*.jsonl`` logs written by ``scripts/audit/sitecustomize.py`` (one record per file a
+stage's Python process opened) and fails, naming stage and file, when a stage
+
+* read a file that is neither under one of its deps, one of its outs, nor its parameters file;
+* wrote a file that is not under one of its outs.
+
+Python sources are left to the import-closure test (``tests/test_pipeline.py``), which also
+sees imports that byte-compiled caches hide from the audit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import PurePosixPath
+from typing import Any
+
+import yaml
+
+#: Reads a stage may make without declaring them, each with its reason.
+EXEMPT_READS: dict[str, tuple[str, ...]] = {
+    # The book renders the executed chapters; depending on them would rerun it on every run
+    # (their bytes change with timing). It depends on the notebooks and every chapter's data.
+    "book": ("book/chapters",),
+}
+
+
+def _path(entry: Any) -> str:
+    return entry if isinstance(entry, str) else next(iter(entry))
+
+
+def _under(path: str, roots: Iterable[str]) -> bool:
+    p = PurePosixPath(path)
+    return any(p == PurePosixPath(r) or PurePosixPath(r) in p.parents for r in roots)
+
+
+def undeclared_io(records: Iterable[Mapping[str, Any]], stages: Mapping[str, Any]) -> list[str]:
+    """One message per (stage, file, read/write) that the stage's deps and outs do not cover.
+
+    ``records``: ``{"stage", "path", "write"}`` with repo-relative POSIX paths; ``stages``: the
+    ``stages`` mapping of ``dvc.yaml``. Records of stages not in ``stages`` are reported too.
+    """
+    problems: set[str] = set()
+    for rec in records:
+        name, path, write = rec["stage"], rec["path"], bool(rec["write"])
+        if path.endswith(".py"):
+            continue
+        stage = stages.get(name)
+        if stage is None:
+            problems.add(f"{name}: not a stage of dvc.yaml (opened {path})")
+            continue
+        outs = [_path(o) for o in stage.get("outs", [])]
+        if write:
+            if not _under(path, outs):
+                problems.add(f"stage {name!r} writes {path}, which is not under its outs")
+            continue
+        params = [_path(p) for p in stage.get("params", []) if isinstance(p, dict)]
+        allowed = [_path(d) for d in stage.get("deps", [])] + outs + ["params.yaml", *params]
+        if not _under(path, allowed + list(EXEMPT_READS.get(name, ()))):
+            problems.add(f"stage {name!r} reads {path}, which is not among its deps")
+    return sorted(problems)
+
+
+def read_records(audit_dir: str) -> list[dict[str, Any]]:
+    from pathlib import Path
+
+    files = sorted(Path(audit_dir).glob("*.jsonl"))
+    if not files:
+        raise SystemExit(f"no audit logs in {audit_dir}: was the pipeline run with --audit?")
+    return [json.loads(line) for f in files for line in f.read_text().splitlines() if line]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("audit_dir")
+    parser.add_argument("--dvc-yaml", default="dvc.yaml")
+    args = parser.parse_args(argv)
+    with open(args.dvc_yaml) as f:
+        stages = yaml.safe_load(f)["stages"]
+    records = read_records(args.audit_dir)
+    problems = undeclared_io(records, stages)
+    seen = sorted({r["stage"] for r in records})
+    print(f"audit: {len(records)} file opens by {len(seen)} stages checked against {args.dvc_yaml}")
+    for p in problems:
+        print(f"  {p}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
