@@ -30,10 +30,8 @@ import transformers
 from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
 
 from geolib.models import quiet_progress
+from geolib.runs import CONFIG_FILE, WEIGHT_FILE, available_steps, is_run_dir, step_dir
 
-WEIGHT_FILE = "model.safetensors"
-CONFIG_FILE = "config.json"
-_STEP_DIR = re.compile(r"^step-(\d+)$")
 _TRUTHY = {"1", "true", "yes", "on"}
 
 
@@ -50,27 +48,6 @@ class CorruptCheckpointError(CheckpointError):
 
 
 # ----------------------------------------------------------------------------- our runs
-
-
-def is_run_dir(path: str | Path) -> bool:
-    """True for a training run directory (has ``step-N`` folders or ``run.json``)."""
-    path = Path(path)
-    return path.is_dir() and (
-        (path / "run.json").is_file() or any(_STEP_DIR.match(p.name) for p in path.iterdir())
-    )
-
-
-def available_steps(run_dir: str | Path) -> list[int]:
-    """Steps of ``run_dir`` with a complete checkpoint (weights and config), ascending."""
-    run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        return []
-    steps = []
-    for p in run_dir.iterdir():
-        m = _STEP_DIR.match(p.name)
-        if m and (p / WEIGHT_FILE).is_file() and (p / CONFIG_FILE).is_file():
-            steps.append(int(m.group(1)))
-    return sorted(steps)
 
 
 def _parse_step(step: int | str | None) -> int | None:
@@ -93,7 +70,7 @@ def checkpoint_dir(run_dir: str | Path, step: int | str | None = None) -> Path:
         if not steps:
             raise MissingCheckpointError(f"no checkpoint in {run_dir} (no complete step-N folder)")
         wanted = steps[-1]
-    folder = run_dir / f"step-{wanted}"
+    folder = step_dir(run_dir, wanted)
     if not folder.is_dir():
         raise MissingCheckpointError(
             f"no checkpoint for step {wanted}: {folder} does not exist; available steps: {steps}"

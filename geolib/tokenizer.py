@@ -30,14 +30,8 @@ from typing import Any
 import numpy as np
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
-from geolib.data import (
-    TOKEN_DTYPE,
-    corpus_splits,
-    read_jsonl,
-    save_tokens,
-    token_frequencies,
-    write_token_freq,
-)
+from geolib.corpus import corpus_splits, read_jsonl
+from geolib.tokens import TOKEN_DTYPE, save_tokens, token_frequencies, write_token_freq
 
 EOS = "<|endoftext|>"
 PAD = "<|padding|>"

@@ -10,24 +10,16 @@ array with a seeded ``numpy`` generator (split into ``grad_accum`` micro-batches
 decoupled weight decay on every matrix (embeddings and LM head included, not on biases or
 norms), linear warmup then a cosine, linear or constant schedule, gradient clipping.
 
-A run directory holds::
-
-    step-<N>/model.safetensors, config.json  weights after N updates (``save_pretrained``)
-    step-<N>/trainer_state.json              step, tokens, lr, loss at that step
-    step-<latest>/train_state.pt             optimizer, RNG states, step (for resuming)
-    tokenizer/                               copy of the tokenizer, if any
-    metrics.csv                              step, tokens, loss, lr, val_loss, tokens_per_s
-    run.json                                 config, parameter counts, final numbers
-
-Only the latest checkpoint keeps ``train_state.pt`` (saves disk). Killed and restarted with the
-same configuration, :func:`train` resumes from it and ends with bitwise the same weights as an
-uninterrupted run on the same machine and thread count (CPU, deterministic algorithms).
+The run directory's layout (``step-<N>/`` checkpoints, ``metrics.csv``, ``run.json``) belongs
+to :mod:`geolib.runs`. Only the latest checkpoint keeps ``train_state.pt`` (saves disk). Killed
+and restarted with the same configuration, :func:`train` resumes from it and ends with bitwise
+the same weights as an uninterrupted run on the same machine and thread count (CPU,
+deterministic algorithms).
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import ctypes
 import json
 import math
@@ -44,11 +36,11 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from geolib.data import load_tokens
+from geolib import runs
 from geolib.models import ModelConfig, build_model, count_params, matmul_params, quiet_progress
+from geolib.tokens import load_tokens
 
 SCHEDULES = ("cosine", "linear", "constant")
-METRIC_COLUMNS = ("step", "tokens", "loss", "lr", "val_loss", "tokens_per_s")
 IGNORE_INDEX = -100
 
 
@@ -276,42 +268,20 @@ def lm_loss_sum(
 # ----------------------------------------------------------------------------- checkpoints
 
 
-def step_dir(run_dir: Path, step: int) -> Path:
-    return Path(run_dir) / f"step-{step}"
-
-
-def _rng_state(rng: np.random.Generator) -> dict[str, Any]:
-    return rng.bit_generator.state
-
-
-def _latest_resumable(run_dir: Path) -> Path | None:
-    found = []
-    for d in Path(run_dir).glob("step-*"):
-        if d.is_dir() and d.name[5:].isdigit() and (d / "train_state.pt").is_file():
-            found.append((int(d.name[5:]), d))
-    return max(found)[1] if found else None
-
-
-def _save_checkpoint(run_dir, model, step, state: dict, info: dict, keep_state: bool) -> Path:
-    """Write ``step-N`` atomically (temp dir, then rename); move ``train_state.pt`` to it."""
-    final = step_dir(run_dir, step)
+def save_checkpoint(run_dir: Path, model, step: int, info: dict, resume_state: dict) -> Path:
+    """Write ``step-N`` (weights, ``trainer_state.json``, ``train_state.pt``) atomically."""
+    final = runs.step_dir(run_dir, step)
     tmp = final.with_name(final.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     with quiet_progress():  # "Writing model shards" at every checkpoint is noise
         model.save_pretrained(tmp)
-    (tmp / "trainer_state.json").write_text(json.dumps(info, indent=1) + "\n")
-    if keep_state:
-        torch.save(state, tmp / "train_state.pt")
-    previous = _latest_resumable(run_dir)
-    if final.exists():
-        shutil.rmtree(final)
-    tmp.rename(final)
-    if keep_state and previous is not None and previous != final:
-        (previous / "train_state.pt").unlink()
+    (tmp / runs.TRAINER_STATE).write_text(json.dumps(info, indent=1) + "\n")
+    torch.save(resume_state, tmp / runs.RESUME_STATE)
+    runs.publish_step(tmp, final)
     return final
 
 
-def _load_weights(model, directory: Path) -> None:
+def load_weights(model, directory: Path) -> None:
     """Load ``save_pretrained`` weights into ``model`` in place (through ``from_pretrained``,
     which undoes the key renaming ``transformers`` applies on save, e.g. ``embed_out``)."""
     with quiet_progress():
@@ -319,17 +289,6 @@ def _load_weights(model, directory: Path) -> None:
             directory, attn_implementation="eager", dtype=torch.float32
         )
     model.load_state_dict(loaded.state_dict(), strict=True)
-
-
-def _read_metrics(path: Path, upto: int) -> list[dict[str, str]]:
-    if not path.is_file():
-        return []
-    with path.open(newline="") as fh:
-        return [row for row in csv.DictReader(fh) if int(row["step"]) <= upto]
-
-
-def _fmt(x: float | None) -> str:
-    return "" if x is None else f"{x:.6g}"
 
 
 # ----------------------------------------------------------------------------- loop
@@ -411,6 +370,116 @@ def _configure_torch(cfg: TrainConfig) -> None:
         torch.set_num_threads(cfg.num_threads)
 
 
+def validation_batches(cfg: TrainConfig, vocab: Vocab) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The fixed evaluation set: ``eval_batches`` micro-batches of the validation tokens drawn
+    with their own seed (the same for every run with this seed), ``[]`` without them."""
+    if not cfg.val_tokens:
+        return []
+    tokens = load_tokens(cfg.val_tokens, vocab.size)
+    rng = np.random.default_rng([cfg.seed, 1])
+    micro = replace(cfg, batch_size=cfg.batch_size // cfg.grad_accum, grad_accum=1)
+    return [make_batch(tokens, rng, micro, vocab) for _ in range(cfg.eval_batches)]
+
+
+@dataclass
+class Clock:
+    """Seconds spent in training steps (``train_s``) and in all (``wall_s``), across resumes."""
+
+    train_s: float = 0.0
+    wall_s: float = 0.0
+    since: float = field(default_factory=time.perf_counter)
+
+    def lap(self) -> None:
+        """Add the wall time since the last lap."""
+        now = time.perf_counter()
+        self.wall_s, self.since = self.wall_s + now - self.since, now
+
+
+def resume_state(step: int, cfg: TrainConfig, optimizer, rng, clock: Clock) -> dict[str, Any]:
+    """Everything besides the weights that an exact resume after ``step`` needs."""
+    cuda = torch.device(cfg.device).type == "cuda"
+    return {
+        "step": step,
+        "config": cfg.to_dict(),
+        "optimizer": optimizer.state_dict(),
+        "data_rng": rng.bit_generator.state,
+        "torch_rng": torch.get_rng_state(),
+        "cuda_rng": torch.cuda.get_rng_state() if cuda else None,
+        "wall_s": clock.wall_s,
+        "train_s": clock.train_s,
+    }
+
+
+def restore(folder: Path, cfg: TrainConfig, model, optimizer, rng, clock: Clock) -> int:
+    """Load the checkpoint in ``folder`` into model, optimizer, data RNG and clock; return its
+    step. Refuses a checkpoint written under another configuration."""
+    state = torch.load(folder / runs.RESUME_STATE, weights_only=True)
+    if state["config"] != cfg.to_dict():
+        diff = sorted(k for k in state["config"] if state["config"][k] != cfg.to_dict().get(k))
+        raise ValueError(
+            f"{folder.parent} holds a run with another configuration (differs in {diff}); "
+            "use a fresh run directory"
+        )
+    load_weights(model, folder)
+    optimizer.load_state_dict(state["optimizer"])
+    rng.bit_generator.state = state["data_rng"]
+    torch.set_rng_state(state["torch_rng"])
+    if torch.device(cfg.device).type == "cuda" and state.get("cuda_rng") is not None:
+        torch.cuda.set_rng_state(state["cuda_rng"])
+    clock.train_s, clock.wall_s = state["train_s"], state["wall_s"]
+    return int(state["step"])
+
+
+def metric_row(
+    step: int,
+    cfg: TrainConfig,
+    loss: float | None = None,
+    lr: float | None = None,
+    val_loss: float | None = None,
+    tokens_per_s: float | None = None,
+) -> dict[str, Any]:
+    """One line of ``metrics.csv``."""
+    fmt = runs.format_metric
+    return {
+        "step": step,
+        "tokens": step * cfg.tokens_per_step,
+        "loss": fmt(loss),
+        "lr": fmt(lr),
+        "val_loss": fmt(val_loss),
+        "tokens_per_s": "" if tokens_per_s is None else f"{tokens_per_s:.1f}",
+    }
+
+
+def run_summary(cfg: TrainConfig, model, vocab: Vocab, rows: list[dict], clock: Clock) -> dict:
+    """``run.json``: the configuration, sizes, and (when finished) the final numbers."""
+    summary: dict[str, Any] = {
+        "config": cfg.to_dict(),
+        "params": count_params(model),
+        "matmul_params": matmul_params(model),
+        "vocab_size": vocab.size,
+        "tokens_per_step": cfg.tokens_per_step,
+        "checkpoint_steps": checkpoint_steps(cfg.total_steps, cfg.checkpoint_every, cfg.log_max),
+        "torch": torch.__version__,
+        "num_threads": torch.get_num_threads(),
+        "machine": platform.machine(),
+    }
+    if not rows or int(rows[-1]["step"]) < cfg.total_steps:
+        return summary
+    tail = [float(r["loss"]) for r in rows[-20:] if r["loss"]]
+    vals = [float(r["val_loss"]) for r in rows if r["val_loss"]]
+    return {
+        **summary,
+        "final_step": cfg.total_steps,
+        "tokens": cfg.total_steps * cfg.tokens_per_step,
+        "final_train_loss": float(np.mean(tail)) if tail else None,
+        "final_val_loss": vals[-1] if vals else None,
+        "initial_val_loss": vals[0] if vals else None,
+        "train_time_s": clock.train_s,
+        "wall_time_s": clock.wall_s,
+        "tokens_per_s": cfg.total_steps * cfg.tokens_per_step / max(clock.train_s, 1e-9),
+    }
+
+
 def train(
     cfg: TrainConfig,
     run_dir: str | Path,
@@ -427,18 +496,14 @@ def train(
     """
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    for stale in run_dir.glob("step-*.tmp"):
-        shutil.rmtree(stale)
+    runs.remove_partial(run_dir)  # a checkpoint a kill interrupted
     _configure_torch(cfg)
     device = torch.device(cfg.device)
     vocab, tokenizer = resolve_vocab(cfg)
-    if tokenizer is not None and not (run_dir / "tokenizer").is_dir():
-        tokenizer.save_pretrained(run_dir / "tokenizer")
-
+    if tokenizer is not None and not (run_dir / runs.TOKENIZER).is_dir():
+        tokenizer.save_pretrained(run_dir / runs.TOKENIZER)
     train_tokens = load_tokens(cfg.train_tokens, vocab.size)
-    val_tokens = load_tokens(cfg.val_tokens, vocab.size) if cfg.val_tokens else None
-    is_decoder = cfg.model.is_decoder
-    micro = cfg.batch_size // cfg.grad_accum
+    eval_set = validation_batches(cfg, vocab)
 
     model = build_model(
         cfg.model,
@@ -449,151 +514,64 @@ def train(
         seed=cfg.seed,
     ).to(device)
     optimizer = make_optimizer(model, cfg)
-    rng = np.random.default_rng(cfg.seed)
-    eval_rng = np.random.default_rng([cfg.seed, 1])
-    eval_set = []
-    if val_tokens is not None:
-        eval_cfg = replace(cfg, batch_size=micro, grad_accum=1)
-        eval_set = [
-            make_batch(val_tokens, eval_rng, eval_cfg, vocab) for _ in range(cfg.eval_batches)
-        ]
-
-    ckpt_steps = set(checkpoint_steps(cfg.total_steps, cfg.checkpoint_every, cfg.log_max))
-    metrics_path = run_dir / "metrics.csv"
-    start, wall, train_time = 0, 0.0, 0.0
-    resume_from = _latest_resumable(run_dir)
+    rng = np.random.default_rng(cfg.seed)  # the order of the training windows
+    clock = Clock()
+    start = 0
+    resume_from = runs.latest_resumable(run_dir)
     if resume_from is not None:
-        state = torch.load(resume_from / "train_state.pt", weights_only=True)
-        if state["config"] != cfg.to_dict():
-            diff = sorted(k for k in state["config"] if state["config"][k] != cfg.to_dict().get(k))
-            raise ValueError(
-                f"{run_dir} holds a run with another configuration (differs in {diff}); "
-                "use a fresh run directory"
-            )
-        _load_weights(model, resume_from)
-        optimizer.load_state_dict(state["optimizer"])
-        rng.bit_generator.state = state["data_rng"]
-        torch.set_rng_state(state["torch_rng"])
-        if device.type == "cuda" and state.get("cuda_rng") is not None:
-            torch.cuda.set_rng_state(state["cuda_rng"])
-        start, wall, train_time = state["step"], state["wall_s"], state["train_s"]
-    rows = _read_metrics(metrics_path, start)
+        start = restore(resume_from, cfg, model, optimizer, rng, clock)
+    rows = runs.metric_rows(run_dir, upto=start)
+    ckpt_steps = set(checkpoint_steps(cfg.total_steps, cfg.checkpoint_every, cfg.log_max))
 
-    params = count_params(model)
-    summary_base = {
-        "config": cfg.to_dict(),
-        "params": params,
-        "matmul_params": matmul_params(model),
-        "vocab_size": vocab.size,
-        "tokens_per_step": cfg.tokens_per_step,
-        "checkpoint_steps": sorted(ckpt_steps),
-        "torch": torch.__version__,
-        "num_threads": torch.get_num_threads(),
-        "machine": platform.machine(),
-    }
-    fh = metrics_path.open("w", newline="")
-    writer = csv.DictWriter(fh, fieldnames=METRIC_COLUMNS)
-    writer.writeheader()
-    writer.writerows(rows)
-    fh.flush()
-
-    def state_dict(step: int) -> dict[str, Any]:
-        return {
-            "step": step,
-            "config": cfg.to_dict(),
-            "optimizer": optimizer.state_dict(),
-            "data_rng": _rng_state(rng),
-            "torch_rng": torch.get_rng_state(),
-            "cuda_rng": torch.cuda.get_rng_state() if device.type == "cuda" else None,
-            "wall_s": wall,
-            "train_s": train_time,
-        }
+    def validate() -> float | None:
+        return evaluate(model, eval_set, cfg.model.is_decoder, device) if eval_set else None
 
     def checkpoint(step: int, loss: float | None, lr: float | None) -> None:
+        runs.write_metrics(run_dir, rows)
+        clock.lap()
         info = {"step": step, "tokens": step * cfg.tokens_per_step, "loss": loss, "lr": lr}
-        _save_checkpoint(run_dir, model, step, state_dict(step), info, keep_state=True)
+        state = resume_state(step, cfg, optimizer, rng, clock)
+        save_checkpoint(run_dir, model, step, info, state)
 
     model.train()
-    t_segment = time.perf_counter()
     if start == 0:
-        val = evaluate(model, eval_set, is_decoder, device) if eval_set else None
-        writer.writerow(
-            {
-                "step": 0,
-                "tokens": 0,
-                "loss": "",
-                "lr": "",
-                "val_loss": _fmt(val),
-                "tokens_per_s": "",
-            }
-        )
-        fh.flush()
+        rows.append(metric_row(0, cfg, val_loss=validate()))
         checkpoint(0, None, None)
 
     stop = cfg.total_steps if max_steps is None else min(cfg.total_steps, max_steps)
     bar = tqdm(
         total=cfg.total_steps, initial=start, disable=not progress, unit="step", dynamic_ncols=True
     )
-    loss_value = None
-    try:
+    with bar:
         for step in range(start + 1, stop + 1):
             t0 = time.perf_counter()
             lr = lr_at(step, cfg)
             inputs, targets = make_batch(train_tokens, rng, cfg, vocab)
-            loss_sum = train_step(model, optimizer, inputs, targets, cfg, lr, device)
+            loss = train_step(model, optimizer, inputs, targets, cfg, lr, device)
             dt = time.perf_counter() - t0
-            train_time += dt
-            loss_value = loss_sum
-            val = None
-            if eval_set and (step % cfg.eval_interval == 0 or step == cfg.total_steps):
-                val = evaluate(model, eval_set, is_decoder, device)
-            tps = cfg.tokens_per_step / dt
-            writer.writerow(
-                {
-                    "step": step,
-                    "tokens": step * cfg.tokens_per_step,
-                    "loss": _fmt(loss_value),
-                    "lr": _fmt(lr),
-                    "val_loss": _fmt(val),
-                    "tokens_per_s": f"{tps:.1f}",
-                }
-            )
+            clock.train_s += dt
+            tokens_per_s = cfg.tokens_per_step / dt
+
+            due = step % cfg.eval_interval == 0 or step == cfg.total_steps
+            val = validate() if due else None
+            rows.append(metric_row(step, cfg, loss, lr, val, tokens_per_s))
             bar.update(1)
-            bar.set_postfix(loss=f"{loss_value:.3f}", tok_s=f"{tps:.0f}", refresh=False)
+            bar.set_postfix(loss=f"{loss:.3f}", tok_s=f"{tokens_per_s:.0f}", refresh=False)
             if not progress and val is not None:  # one line per evaluation instead of a bar
                 print(
-                    f"step {step}/{cfg.total_steps}  loss {loss_value:.4f}  val_loss {val:.4f}  "
-                    f"lr {lr:.3g}  {tps:,.0f} tok/s",
+                    f"step {step}/{cfg.total_steps}  loss {loss:.4f}  val_loss {val:.4f}  "
+                    f"lr {lr:.3g}  {tokens_per_s:,.0f} tok/s",
                     file=sys.stderr,
                     flush=True,
                 )
             if step in ckpt_steps:
-                fh.flush()
-                now = time.perf_counter()
-                wall, t_segment = wall + now - t_segment, now
-                checkpoint(step, loss_value, lr)
-    finally:
-        bar.close()
-        fh.close()
-    wall += time.perf_counter() - t_segment
-    if stop < cfg.total_steps:
-        return {**summary_base, "stopped_at": stop}
+                checkpoint(step, loss, lr)
+    clock.lap()
 
-    rows = _read_metrics(metrics_path, cfg.total_steps)
-    tail = [float(r["loss"]) for r in rows[-20:] if r["loss"]]
-    vals = [float(r["val_loss"]) for r in rows if r["val_loss"]]
-    summary = {
-        **summary_base,
-        "final_step": cfg.total_steps,
-        "tokens": cfg.total_steps * cfg.tokens_per_step,
-        "final_train_loss": float(np.mean(tail)) if tail else None,
-        "final_val_loss": vals[-1] if vals else None,
-        "initial_val_loss": vals[0] if vals else None,
-        "train_time_s": train_time,
-        "wall_time_s": wall,
-        "tokens_per_s": cfg.total_steps * cfg.tokens_per_step / max(train_time, 1e-9),
-    }
-    (run_dir / "run.json").write_text(json.dumps(summary, indent=1) + "\n")
+    summary = run_summary(cfg, model, vocab, rows, clock)
+    if stop < cfg.total_steps:
+        return {**summary, "stopped_at": stop}
+    runs.write_run_info(run_dir, summary)
     return summary
 
 

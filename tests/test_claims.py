@@ -7,6 +7,7 @@ import pytest
 
 from geolib.claims import (
     CLAIMS,
+    NOT_RUN,
     Claim,
     Fraction,
     Identity,
@@ -223,8 +224,19 @@ def test_combine_statuses_rejects_unknown():
 # ------------------------------------------------------------------------------------------
 
 
-def test_all_claims_listed_once():
-    assert list(CLAIMS) == [f"A{i}" for i in range(1, 8)] + [f"B{i}" for i in range(1, 9)]
+def test_every_claim_has_one_row_even_without_evidence(tmp_path):
+    """The table shows untested claims as not yet run, each claim exactly once, in order."""
+    evidence = [Claim("B3", "partly", "x", "sweep", anchor="verdict-b3")]
+    table = read_claims([write_claims(tmp_path / "s.json", evidence)])
+    assert list(table) == list(CLAIMS)
+    lines = claims_markdown(table).splitlines()[2:]
+    heads = [line.split("|")[1].strip() for line in lines]
+    assert heads == [f"**{cid}**" for cid in CLAIMS]
+    status = {
+        h.strip("*"): line.split("|")[3].strip() for h, line in zip(heads, lines, strict=True)
+    }
+    assert status.pop("B3") == "**partly**"
+    assert set(status.values()) == {f"**{NOT_RUN}**"}
 
 
 def test_roundtrip_and_defaults(tmp_path):

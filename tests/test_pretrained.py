@@ -14,7 +14,8 @@ import pytest
 
 from geolib import gradient_energy as ge
 from geolib import pretrained as pt
-from geolib.data import sha256_file, write_jsonl
+from geolib.acquire import sha256_file
+from geolib.corpus import write_jsonl
 from tests.test_checkpoints import V, make_tokenizer
 
 

@@ -10,8 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from geolib import data as D
 from geolib import tokenizer as T
+from geolib.corpus import write_jsonl
+from geolib.tokens import load_tokens, read_token_freq
 
 VARIED = [
     "To be, or not to be: that is the question.",
@@ -130,9 +131,9 @@ def test_encode_corpus_and_cli_end_to_end(tmp_path, capsys):
     corpus = tmp_path / "corpus"
     texts = corpus_texts(60, seed=1)
     rows = [{"doc_id": f"s/w/{i:03d}", "source": "s", "text": t} for i, t in enumerate(texts)]
-    D.write_jsonl(corpus / "id" / "train.jsonl", rows[:40])
-    D.write_jsonl(corpus / "id" / "validation.jsonl", rows[40:50])
-    D.write_jsonl(corpus / "ood_x" / "test.jsonl", rows[50:])
+    write_jsonl(corpus / "id" / "train.jsonl", rows[:40])
+    write_jsonl(corpus / "id" / "validation.jsonl", rows[40:50])
+    write_jsonl(corpus / "ood_x" / "test.jsonl", rows[50:])
     args = [
         "--corpus-dir",
         str(corpus),
@@ -149,11 +150,11 @@ def test_encode_corpus_and_cli_end_to_end(tmp_path, capsys):
     assert "encode: done" in capsys.readouterr().out
     summary = json.loads((tmp_path / "tokens" / "summary.json").read_text())
     assert summary["vocab_size"] == 320 and summary["eos_id"] == 0
-    train = D.load_tokens(tmp_path / "tokens" / "id" / "train.npy", vocab_size=320)
+    train = load_tokens(tmp_path / "tokens" / "id" / "train.npy", vocab_size=320)
     assert summary["domains"]["id"]["train"]["tokens"] == train.size
     assert summary["domains"]["id"]["train"]["documents"] == int((train == 0).sum()) == 40
     assert (tmp_path / "tokens" / "ood_x" / "test.npy").is_file()
-    ids, counts, strings = D.read_token_freq(corpus / "token_freq.csv")
+    ids, counts, strings = read_token_freq(corpus / "token_freq.csv")
     assert len(ids) == 320
     expected = Counter(np.asarray(train).tolist())
     assert dict(zip(ids.tolist(), counts.tolist(), strict=True)) == {

@@ -17,9 +17,9 @@ import yaml
 from safetensors.torch import load_file
 
 from geolib.models import ModelConfig
+from geolib.runs import METRIC_COLUMNS
 from geolib.train import (
     IGNORE_INDEX,
-    METRIC_COLUMNS,
     TrainConfig,
     checkpoint_steps,
     lr_at,
