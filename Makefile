@@ -9,7 +9,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 export DVC_NO_ANALYTICS := 1
 export PYTHONHASHSEED := 0
 
-.PHONY: all env test test-all smoke lint bench clean-env
+.PHONY: all env test test-all test-device smoke lint bench clean-env
 
 all: env
 	$(BIN)/dvc repro
@@ -27,7 +27,11 @@ test: env
 	$(BIN)/python -m pytest -q
 
 test-all: env
-	$(BIN)/python -m pytest -q -m "slow or not slow"
+	$(BIN)/python -m pytest -q -m "not device"
+
+# Tests that need a CUDA GPU (marked `device`); they fail, not skip, where there is none.
+test-device: env
+	$(BIN)/python -m pytest -q -m device
 
 # The CI smoke profile: the same pipeline with profiles/smoke.yaml applied, run in a scratch copy
 # of the working tree (profile-runs/smoke/) so the workspace and its default results stay as
