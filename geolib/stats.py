@@ -2,8 +2,10 @@
 
 Each statistic lives here once: the Student-t quantile (:func:`t_quantile`), the mean with its
 interval (:func:`mean_ci`), the log–log slope with its interval (:func:`fit_loglog`), the
-interval of a proportion (:func:`proportion_ci`, for coverage checks) and Zipf's slope of a
-corpus with its document bootstrap (:func:`zipf_fit`, :func:`zipf_bootstrap`).
+interval of a proportion (:func:`proportion_ci`, for coverage checks), Zipf's slope of a
+corpus with its document bootstrap (:func:`zipf_fit`, :func:`zipf_bootstrap`), and associations
+over models with a bootstrap over models (:func:`spearman`, :func:`r_squared`,
+:func:`partial_spearman`, :func:`bootstrap_association`).
 """
 
 from __future__ import annotations
@@ -236,3 +238,104 @@ def zipf_bootstrap(
         "boot_mean": float(slopes.mean()),
         "boot_sd": float(slopes.std(ddof=1)),
     }
+
+
+# ---------------------------------------------------------------------------------------------
+# Association over models (Paper B's predictive comparison: B1, B2, B7, B8)
+# ---------------------------------------------------------------------------------------------
+
+
+def _paired(*arrays: Any, min_n: int = 4) -> list[np.ndarray]:
+    out = [np.asarray(a, dtype=np.float64).ravel() for a in arrays]
+    n = out[0].size
+    if any(a.size != n for a in out):
+        raise ValueError(f"arrays differ in length: {[a.size for a in out]}")
+    if n < min_n:
+        raise ValueError(f"need at least {min_n} paired values, got {n}")
+    if not all(np.all(np.isfinite(a)) for a in out):
+        raise ValueError("values contain NaN or inf")
+    return out
+
+
+def _pearson(x: np.ndarray, y: np.ndarray) -> float:
+    x, y = x - x.mean(), y - y.mean()
+    denom = math.sqrt(float(x @ x) * float(y @ y))
+    return float(x @ y) / denom if denom > 0 else float("nan")
+
+
+def spearman(x: Any, y: Any) -> float:
+    """Spearman's rank correlation (Pearson's of average ranks; ties share their mean rank)."""
+    x, y = _paired(x, y, min_n=3)
+    return _pearson(stats.rankdata(x), stats.rankdata(y))
+
+
+def r_squared(x: Any, y: Any) -> float:
+    """R² of the least-squares line ``y ≈ a + b·x`` (= Pearson's r², the share of the variance of
+    ``y`` a linear function of ``x`` explains, in sample)."""
+    x, y = _paired(x, y, min_n=3)
+    return _pearson(x, y) ** 2
+
+
+def partial_spearman(x: Any, y: Any, control: Any) -> float:
+    """Rank correlation of ``x`` and ``y`` with ``control`` held fixed: Pearson's correlation of
+    the residuals of rank(x) and rank(y) after a least-squares line on rank(control).
+
+    Paper B's question "does geometry (x) tell us about an outcome (y) beyond loss (control)?":
+    ≈ 0 when x relates to y only through the control.
+    """
+    x, y, z = (stats.rankdata(a) for a in _paired(x, y, control))
+    z = z - z.mean()
+
+    def residual(v: np.ndarray) -> np.ndarray:
+        v = v - v.mean()
+        return v - z * (float(z @ v) / float(z @ z)) if z @ z > 0 else v
+
+    return _pearson(residual(x), residual(y))
+
+
+@dataclass(frozen=True)
+class Association:
+    """A statistic over units (models) with a percentile-bootstrap interval over those units."""
+
+    value: float
+    ci_low: float
+    ci_high: float
+    level: float
+    n: int
+    n_boot: int
+
+    @property
+    def half_width(self) -> float:
+        return (self.ci_high - self.ci_low) / 2
+
+
+def bootstrap_association(
+    statistic: Any,
+    *arrays: Any,
+    n_boot: int = 2000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> Association:
+    """``statistic(*arrays)`` with a percentile interval from resampling units with replacement.
+
+    ``arrays`` are paired (one value per model each). Resamples whose statistic is undefined
+    (NaN: e.g. all resampled units tied) are dropped; if more than 5% are, that is an error,
+    since the interval would describe a selected subset.
+    """
+    level = _level(level)
+    if n_boot < 100:
+        raise ValueError(f"n_boot must be >= 100 for a {level:.0%} interval, got {n_boot}")
+    data = _paired(*arrays)
+    value = float(statistic(*data))
+    rng = np.random.default_rng(seed)
+    n = data[0].size
+    draws = np.empty(n_boot)
+    for b in range(n_boot):
+        idx = rng.integers(0, n, n)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            draws[b] = statistic(*(a[idx] for a in data))
+    ok = draws[np.isfinite(draws)]
+    if ok.size < 0.95 * n_boot:
+        raise ValueError(f"statistic undefined in {n_boot - ok.size} of {n_boot} resamples")
+    lo, hi = np.quantile(ok, [(1 - level) / 2, (1 + level) / 2])
+    return Association(value, float(lo), float(hi), level, n, int(ok.size))

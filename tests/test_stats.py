@@ -136,3 +136,102 @@ def test_zipf_fit_recovers_a_power_law_and_bootstrap_brackets_it():
         stats_module.zipf_fit(np.array([5, 0, 0]))
     with pytest.raises(ValueError, match="documents"):
         stats_module.zipf_bootstrap(np.ones((1, 5)))
+
+
+# ------------------------------------------------------------------------------------------
+# association over models
+# ------------------------------------------------------------------------------------------
+
+
+def test_spearman_against_scipy_and_invariances():
+    from geolib.stats import spearman
+
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=40), rng.normal(size=40)
+    y = x + 0.5 * y
+    assert spearman(x, y) == pytest.approx(stats.spearmanr(x, y).statistic, abs=1e-12)
+    assert spearman(x, np.exp(x)) == pytest.approx(1.0)  # any increasing transform
+    assert spearman(x, -(x**3)) == pytest.approx(-1.0)
+    ties = [1, 1, 2, 3, 3, 3]
+    assert spearman(ties, [1, 2, 3, 4, 5, 6]) == pytest.approx(
+        stats.spearmanr(ties, [1, 2, 3, 4, 5, 6]).statistic, abs=1e-12
+    )
+
+
+def test_r_squared_is_the_ols_share_of_variance():
+    from geolib.stats import r_squared
+
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=50)
+    y = 2 - 3 * x + rng.normal(size=50)
+    b, a = np.polyfit(x, y, 1)
+    resid = y - (a + b * x)
+    expected = 1 - resid @ resid / ((y - y.mean()) @ (y - y.mean()))
+    assert r_squared(x, y) == pytest.approx(expected, rel=1e-12)
+    assert r_squared(x, 5 * x + 1) == pytest.approx(1.0)
+
+
+def test_partial_spearman_matches_the_closed_form_on_ranks():
+    """r_xy·z = (r_xy − r_xz r_yz) / √((1 − r_xz²)(1 − r_yz²)) on the ranks."""
+    from geolib.stats import partial_spearman
+
+    rng = np.random.default_rng(2)
+    z = rng.normal(size=60)
+    x, y = z + rng.normal(size=60), z + rng.normal(size=60) + 0.3 * rng.normal(size=60)
+    rx, ry, rz = (stats.rankdata(v) for v in (x, y, z))
+    r = lambda a, b: np.corrcoef(a, b)[0, 1]  # noqa: E731
+    expected = (r(rx, ry) - r(rx, rz) * r(ry, rz)) / np.sqrt(
+        (1 - r(rx, rz) ** 2) * (1 - r(ry, rz) ** 2)
+    )
+    assert partial_spearman(x, y, z) == pytest.approx(expected, rel=1e-10)
+
+
+def test_a_noisy_copy_of_loss_adds_nothing_beyond_loss():
+    """Geometry that is loss plus noise predicts OOD loss (which follows ID loss) marginally,
+    but its partial correlation given ID loss is ≈ 0; a real extra signal is not ≈ 0."""
+    from geolib.stats import bootstrap_association, partial_spearman, spearman
+
+    rng = np.random.default_rng(3)
+    n = 400
+    loss = rng.normal(size=n)
+    ood = loss + 0.3 * rng.normal(size=n)
+    geometry = loss + 0.5 * rng.normal(size=n)
+    assert spearman(geometry, ood) > 0.7
+    partial = bootstrap_association(partial_spearman, geometry, ood, loss, n_boot=300, seed=0)
+    assert partial.ci_low < 0 < partial.ci_high and partial.half_width < 0.15
+    extra = rng.normal(size=n)
+    ood2 = loss + extra
+    informative = bootstrap_association(
+        partial_spearman, extra + 0.2 * rng.normal(size=n), ood2, loss, n_boot=300, seed=0
+    )
+    assert informative.ci_low > 0.5
+
+
+def test_bootstrap_interval_covers_a_known_correlation_at_about_its_level():
+    from geolib.stats import bootstrap_association, spearman
+
+    rho = 0.6  # Spearman's rho of a bivariate normal with Pearson correlation r
+    r = 2 * np.sin(np.pi * rho / 6)
+    cov = [[1, r], [r, 1]]
+    hits = 0
+    for seed in range(60):
+        xy = np.random.default_rng(100 + seed).multivariate_normal([0, 0], cov, size=80)
+        a = bootstrap_association(spearman, xy[:, 0], xy[:, 1], n_boot=300, seed=seed)
+        assert a.ci_low <= a.value <= a.ci_high and a.n == 80 and a.n_boot == 300
+        hits += a.ci_low <= rho <= a.ci_high
+    assert 48 <= hits <= 60  # nominal 95% of 60 = 57; percentile intervals run a bit short
+
+
+def test_association_bad_input():
+    from geolib.stats import bootstrap_association, partial_spearman, spearman
+
+    with pytest.raises(ValueError, match="differ in length"):
+        spearman([1, 2, 3], [1, 2])
+    with pytest.raises(ValueError, match="at least 3"):
+        spearman([1, 2], [1, 2])
+    with pytest.raises(ValueError, match="NaN"):
+        partial_spearman([1, 2, 3, np.nan], [1, 2, 3, 4], [1, 2, 3, 4])
+    with pytest.raises(ValueError, match="n_boot"):
+        bootstrap_association(spearman, [1, 2, 3, 4], [1, 2, 3, 4], n_boot=10)
+    with pytest.raises(ValueError, match="undefined"):
+        bootstrap_association(spearman, [1, 1, 1, 2], [1, 2, 3, 4], n_boot=200, seed=0)
