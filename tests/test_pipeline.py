@@ -9,7 +9,11 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-DVC = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+# A ``foreach`` stage is checked through its template (``do``): every expansion shares it.
+DVC = {
+    name: stage["do"] if "foreach" in stage else stage
+    for name, stage in yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"].items()
+}
 PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())
 TOC = (ROOT / "book" / "_toc.yml").read_text()
 
