@@ -103,7 +103,7 @@ def measure_run(run_dir: str | Path, cfg: TrainConfig, spec: Mapping[str, Any]) 
     """
     run_dir = Path(run_dir)
     model, tokenizer = load(run_dir)
-    vocab = len(tokenizer)
+    vocab = len(tokenizer) if tokenizer is not None else int(model.config.vocab_size)
     zeta, seed = float(spec["isoscore_zeta"]), cfg.seed
     out: dict[str, Any] = {}
 
