@@ -9,11 +9,14 @@ Each is compared with ``torch.linalg.svdvals`` (float32, float64), the IsoScore 
 (IsoScore only) and a bare ``X^T X`` of the same shape: torch float32/float64 (general matmul)
 and numpy float64 (``X.T @ X`` on one buffer dispatches to OpenBLAS syrk, half the flops). The
 floors start from an X already in their dtype; ours starts from float32 and includes the upcast.
-Median wall seconds and median process CPU seconds (all threads) over ``--repeats`` runs are
-printed with ours/floor, ours/package and the relative error against a float64 reference
-(float64 svdvals for effective rank; float64 eigvalsh of np.cov for IsoScore). Results go to
-``benchmarks/results/bench_metrics.json``. Timings on a shared machine are noisy: CPU time is
-the steadier of the two when other jobs compete for the cores.
+Ours, the package and the floors are timed in interleaved rounds (each round times every method
+once, after a pause that lets idle BLAS/OpenMP workers stop spinning), so that a slow spell of a
+shared machine hits all of them alike; the SVD references are timed apart, before. Median wall
+seconds and median process CPU seconds (all threads) over ``--repeats`` rounds are printed with
+ours/floor, ours/package and the relative error against a float64 reference (float64 svdvals for
+effective rank; float64 eigvalsh of np.cov for IsoScore), and the load average before and after.
+Results go to ``benchmarks/results/bench_metrics.json``. Timings on a shared machine are noisy:
+CPU time is the steadier of the two when other jobs compete for the cores.
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ import json
 import os
 import platform
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,10 +34,8 @@ from typing import Any
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from geolib import metrics  # noqa: E402
-from geolib.synthetic import spectrum_effective_rank, spectrum_isoscore  # noqa: E402
+from geolib import metrics
+from geolib.synthetic import spectrum_effective_rank, spectrum_isoscore
 
 try:
     from IsoScore import IsoScore as isoscore_pkg
@@ -74,6 +74,13 @@ def thread_info() -> dict[str, Any]:
     return info
 
 
+def timed(fn: Callable[[], Any]) -> tuple[float, float, Any]:
+    """Wall seconds, process CPU seconds (all threads) and result of one call."""
+    c0, t0 = time.process_time(), time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, time.process_time() - c0, out
+
+
 class Timings:
     """Median wall and CPU seconds of named calls."""
 
@@ -81,27 +88,33 @@ class Timings:
         self.repeats = repeats
         self.wall: dict[str, float] = {}
         self.cpu: dict[str, float] = {}
+        self.samples: dict[str, list[list[float]]] = {}  # [wall, cpu] per repeat
+
+    def _record(self, name: str, samples: list[tuple[float, float, Any]]) -> Any:
+        self.wall[name] = statistics.median(s[0] for s in samples)
+        self.cpu[name] = statistics.median(s[1] for s in samples)
+        self.samples[name] = [[round(s[0], 4), round(s[1], 4)] for s in samples]
+        return samples[-1][2]
 
     def run(self, name: str, fn: Callable[[], Any], repeats: int | None = None) -> Any:
-        walls, cpus, out = [], [], None
-        for _ in range(repeats or self.repeats):
-            c0, t0 = time.process_time(), time.perf_counter()
-            out = fn()
-            walls.append(time.perf_counter() - t0)
-            cpus.append(time.process_time() - c0)
-        self.wall[name] = statistics.median(walls)
-        self.cpu[name] = statistics.median(cpus)
-        return out
+        """Time ``fn`` in consecutive repeats (for the slow references); returns its result."""
+        return self._record(name, [timed(fn) for _ in range(repeats or self.repeats)])
 
-    def floors(self, x32: np.ndarray) -> None:
-        """Bare X^T X of x32's shape: torch f32/f64 (gemm), then numpy f64 (syrk)."""
-        x64 = x32.astype(np.float64)
-        t32, t64 = torch.from_numpy(x32), torch.from_numpy(x64)
-        self.run("floor_torch_f32_XtX", lambda: t32.T @ t32)
-        self.run("floor_torch_f64_XtX", lambda: t64.T @ t64)
-        self.run("floor_numpy_f64_XtX", lambda: x64.T @ x64)
+    def interleaved(self, fns: dict[str, Callable[[], Any]]) -> dict[str, Any]:
+        """Time every call once per round, ``repeats`` rounds; returns the results by name.
+
+        A pause before each call lets the previous call's idle BLAS/OpenMP workers (numpy's
+        OpenBLAS, torch's MKL/OpenMP) stop spinning, so no method pays for another's threads.
+        """
+        samples: dict[str, list[tuple[float, float, Any]]] = {k: [] for k in fns}
+        for _ in range(self.repeats):
+            for name, fn in fns.items():
+                time.sleep(PAUSE_S)
+                samples[name].append(timed(fn))
+        return {name: self._record(name, s) for name, s in samples.items()}
 
     def ratios(self, ours: str) -> dict[str, dict[str, float]]:
+        """ours / each floor and the package (ratios of medians), per clock."""
         out: dict[str, dict[str, float]] = {}
         for clock, table in (("wall", self.wall), ("cpu", self.cpu)):
             out[clock] = {
@@ -112,6 +125,20 @@ class Timings:
             best = min(table["floor_torch_f64_XtX"], table["floor_numpy_f64_XtX"])
             out[clock]["ours/best_f64_floor"] = table[ours] / best
         return out
+
+
+def floors(x32: np.ndarray) -> dict[str, Callable[[], Any]]:
+    """Bare X^T X of x32's shape: torch f32/f64 (gemm) and numpy f64 (syrk)."""
+    x64 = x32.astype(np.float64)
+    t32, t64 = torch.from_numpy(x32), torch.from_numpy(x64)
+    return {
+        "floor_torch_f32_XtX": lambda: t32.T @ t32,
+        "floor_torch_f64_XtX": lambda: t64.T @ t64,
+        "floor_numpy_f64_XtX": lambda: x64.T @ x64,
+    }
+
+
+PAUSE_S = 0.3  # idle OpenBLAS workers spin ~0.1 s after a call; OpenMP's stop sooner
 
 
 def settle() -> None:
@@ -128,10 +155,11 @@ def bench_erank(n: int, d: int, repeats: int, rng: np.random.Generator) -> dict[
     few = max(1, repeats - 1)
     s64 = tm.run("svdvals_f64", lambda: torch.linalg.svdvals(t64), few)
     ref = spectrum_effective_rank(s64.numpy())
-    settle()
-    ours = tm.run("ours_effective_rank", lambda: metrics.effective_rank(w))
     s32 = tm.run("svdvals_f32", lambda: torch.linalg.svdvals(t32), few)
-    tm.floors(w)
+    settle()
+    ours = tm.interleaved({"ours_effective_rank": lambda: metrics.effective_rank(w)} | floors(w))[
+        "ours_effective_rank"
+    ]
     errs = {
         "ours_effective_rank": abs(ours - ref) / ref,
         "svdvals_f32": abs(spectrum_effective_rank(s32.double().numpy()) - ref) / ref,
@@ -142,6 +170,7 @@ def bench_erank(n: int, d: int, repeats: int, rng: np.random.Generator) -> dict[
         "reference": ref,
         "wall_s": tm.wall,
         "cpu_s": tm.cpu,
+        "samples_s": tm.samples,
         "rel_error": errs,
         "ratios": tm.ratios("ours_effective_rank"),
     }
@@ -156,17 +185,17 @@ def bench_isoscore(n: int, d: int, repeats: int, rng: np.random.Generator) -> di
     )
     settle()
     tm = Timings(repeats)
-    ours = tm.run("ours_isoscore", lambda: metrics.isoscore(x))
-    errs = {"ours_isoscore": abs(ours - ref) / ref}
+    fns: dict[str, Callable[[], Any]] = {"ours_isoscore": lambda: metrics.isoscore(x)}
     if isoscore_pkg is not None:
-        pkg = tm.run("isoscore_pkg_2.0.1", lambda: float(isoscore_pkg.IsoScore(x)))
-        errs["isoscore_pkg_2.0.1"] = abs(pkg - ref) / ref
-    tm.floors(x)
+        fns["isoscore_pkg_2.0.1"] = lambda: float(isoscore_pkg.IsoScore(x))
+    out = tm.interleaved(fns | floors(x))
+    errs = {k: abs(out[k] - ref) / ref for k in fns}
     return {
         "shape": [n, d],
         "reference": ref,
         "wall_s": tm.wall,
         "cpu_s": tm.cpu,
+        "samples_s": tm.samples,
         "rel_error": errs,
         "ratios": tm.ratios("ours_isoscore"),
     }
@@ -196,12 +225,17 @@ def main() -> None:
     ne, ni, d = (4096, 8192, 256) if args.quick else (50304, 100000, 768)
 
     threads = thread_info()
+    load_before = os.getloadavg()
     er = bench_erank(ne, d, args.repeats, rng)
     iso = bench_isoscore(ni, d, args.repeats, rng)
+    load_after = os.getloadavg()
 
     print(f"threads: {json.dumps(threads)}")
-    print(f"load average: {os.getloadavg()} on {os.cpu_count()} cores")
-    print("medians of noisy runs on a shared machine; ours starts from float32 (upcast included)\n")
+    print(f"load average before {load_before}, after {load_after} on {os.cpu_count()} cores")
+    print(
+        f"medians of {args.repeats} interleaved rounds on a shared machine; "
+        "ours starts from float32 (upcast included)\n"
+    )
     print_block("effective rank", er)
     print_block("IsoScore", iso)
 
@@ -209,7 +243,7 @@ def main() -> None:
         "quick": args.quick,
         "repeats": args.repeats,
         "threads": threads,
-        "load_average": os.getloadavg(),
+        "load_average": {"before": load_before, "after": load_after},
         "platform": platform.platform(),
         "torch": torch.__version__,
         "numpy": np.__version__,

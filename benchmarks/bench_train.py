@@ -1,6 +1,7 @@
 """Training throughput and model FLOP utilisation (MFU) of the default models on this machine.
 
     python benchmarks/bench_train.py [--params params.yaml] [--steps 12] [--sections ...]
+    python benchmarks/bench_train.py --compile   # eager vs torch.compile, alternating blocks
 
 Peak: the best of several large float32 matmuls (``n×n @ n×n``, ``2n³`` FLOPs) with torch's
 default thread count — the machine's achievable fp32 matmul rate. Each default model (the
@@ -13,6 +14,17 @@ FLOPs per token: ``6·N_matmul + 12·n_layers·d_model·seq_len`` with the LM he
 fraction of positions it runs on (all for decoders, the masked 15% for the encoder), see
 ``geolib.models.train_flops_per_token``. MFU = achieved FLOP/s ÷ measured peak.
 Writes ``benchmarks/results/bench_train.json``. Numbers on a shared machine are noisy.
+
+``--compile`` also builds each model a second time from the same seed, compiles it with
+``torch.compile`` (inductor, the default backend; on CPU it generates C++ and needs a compiler)
+and times eager and compiled training steps in alternating blocks on the same batches, so that
+both see the same machine load. Reported per model: tokens/s of both (best and median block),
+the speed-up, the compile time (the first compiled steps' time beyond an eager step's) and the
+largest difference between the two models' losses, step by step (same initial weights, same
+batches, same optimizer). The encoder's loss (``geolib.train.lm_loss_sum``) calls
+``model.base_model`` and ``model.cls`` rather than ``model(...)``, which ``torch.compile(model)``
+would leave uncompiled; for it those two modules are compiled in place instead.
+Results go to ``benchmarks/results/bench_train_compile.json``.
 """
 
 from __future__ import annotations
@@ -20,7 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import sys
+import statistics
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -28,12 +40,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from geolib.config import load_params  # noqa: E402
-from geolib.models import build_model, count_params, matmul_params, train_flops_per_token  # noqa: E402
-from geolib.train import (  # noqa: E402
+from geolib.config import load_params
+from geolib.models import build_model, count_params, matmul_params, train_flops_per_token
+from geolib.train import (
     keep_freed_memory,
     lr_at,
     make_batch,
@@ -43,7 +52,10 @@ from geolib.train import (  # noqa: E402
     train_step,
 )
 
+ROOT = Path(__file__).resolve().parents[1]
 FALLBACK_PARAMS = ROOT / "pipeline" / "train.params.yaml"
+DEFAULT_OUT = str(ROOT / "benchmarks" / "results" / "bench_train.json")
+COMPILE_OUT = ROOT / "benchmarks" / "results" / "bench_train_compile.json"
 
 
 def matmul_peak(n: int = 2048, repeats: int = 5, inner: int = 4) -> float:
@@ -112,6 +124,140 @@ def bench_model(params: Path, section: str, steps: int, repeats: int, warmup: in
     }
 
 
+def compiled_for_training(model, is_decoder: bool):
+    """What to pass to ``train_step`` instead of ``model`` to run its loss compiled.
+
+    Decoders: ``torch.compile(model)`` (the loss calls ``model(...)``). The encoder's loss calls
+    ``model.base_model`` and ``model.cls``, so those are compiled in place (``Module.compile``)
+    and the model itself is returned. Parameters are shared either way, so the optimizer made
+    from ``model`` trains the compiled one.
+    """
+    if is_decoder:
+        return torch.compile(model)
+    model.base_model.compile()
+    model.cls.compile()
+    return model
+
+
+def dynamo_graphs() -> int:
+    """Graphs compiled so far in this process (a recompile in a timed block would show here)."""
+    try:
+        from torch._dynamo.utils import counters
+    except ImportError:  # pragma: no cover - private API
+        return -1
+    return int(counters["stats"]["unique_graphs"])
+
+
+def bench_compile(params: Path, section: str, steps: int, repeats: int, warmup: int) -> dict:
+    """Eager vs compiled training steps of one model: same seed, same batches, alternating."""
+    cfg, vocab, tokens = config_and_tokens(params, section)
+    rng = np.random.default_rng(cfg.seed)
+    batches = [make_batch(tokens, rng, cfg, vocab) for _ in range(steps + warmup)]
+    lr = lr_at(cfg.warmup_steps + 1, cfg)
+    runs = {}
+    for name in ("eager", "compiled"):
+        model = build_model(cfg.model, vocab.size, seed=cfg.seed)
+        optimizer = make_optimizer(model, cfg)
+        step_model = (
+            compiled_for_training(model, cfg.model.is_decoder) if name == "compiled" else model
+        )
+        runs[name] = {"model": step_model, "optimizer": optimizer, "losses": [], "warmup_s": []}
+    first = [p.detach().clone() for p in runs["eager"]["model"].parameters()]
+    same_init = all(
+        torch.equal(a, b)
+        for a, b in zip(first, runs["compiled"]["model"].parameters(), strict=True)
+    )
+
+    def step(run: dict, inputs: np.ndarray, targets: np.ndarray) -> None:
+        loss = train_step(run["model"], run["optimizer"], inputs, targets, cfg, lr, "cpu")
+        run["losses"].append(loss)
+
+    graphs0 = dynamo_graphs()
+    for inputs, targets in batches[:warmup]:  # lockstep; the compiled ones compile here
+        for run in runs.values():
+            t0 = time.perf_counter()
+            step(run, inputs, targets)
+            run["warmup_s"].append(time.perf_counter() - t0)
+    graphs_warmup = dynamo_graphs() - graphs0
+    block_s: dict[str, list[float]] = {name: [] for name in runs}
+    for r in range(repeats):  # alternating blocks (ABBA order) over the same batches
+        for name in ("eager", "compiled") if r % 2 == 0 else ("compiled", "eager"):
+            run = runs[name]
+            t0 = time.perf_counter()
+            for inputs, targets in batches[warmup:]:
+                step(run, inputs, targets)
+            block_s[name].append((time.perf_counter() - t0) / steps)
+    graphs_timed = dynamo_graphs() - graphs0 - graphs_warmup
+
+    out = {
+        "section": section,
+        "family": cfg.model.family,
+        "tokens_per_step": cfg.tokens_per_step,
+        "tokens": "real" if (ROOT / cfg.train_tokens).is_file() else "uniform random ids",
+    }
+    for name, run in runs.items():
+        best, med = min(block_s[name]), statistics.median(block_s[name])
+        out[name] = {
+            "step_s_best": best,
+            "step_s_median": med,
+            "tokens_per_s_best": cfg.tokens_per_step / best,
+            "tokens_per_s_median": cfg.tokens_per_step / med,
+            "warmup_step_s": run["warmup_s"],
+        }
+    eager_step = out["eager"]["step_s_median"]
+    comp_warm = runs["compiled"]["warmup_s"]
+    diffs = [
+        abs(a - b) for a, b in zip(runs["eager"]["losses"], runs["compiled"]["losses"], strict=True)
+    ]
+    out |= {
+        "speedup_best": out["eager"]["step_s_best"] / out["compiled"]["step_s_best"],
+        "speedup_median": eager_step / out["compiled"]["step_s_median"],
+        "compile_s_first_step": comp_warm[0] - eager_step,
+        "compile_s_warmup": sum(comp_warm) - len(comp_warm) * eager_step,
+        "graphs_compiled_warmup": graphs_warmup,
+        "graphs_compiled_timed": graphs_timed,
+        "same_initial_weights": same_init,
+        "steps_compared": len(diffs),
+        "loss_abs_diff_by_step": diffs,
+        "loss_max_abs_diff": max(diffs),
+        "loss_max_rel_diff": max(
+            d / abs(a) for d, a in zip(diffs, runs["eager"]["losses"], strict=True)
+        ),
+        "losses_eager": runs["eager"]["losses"],
+        "losses_compiled": runs["compiled"]["losses"],
+    }
+    return out
+
+
+def main_compile(params: Path, sections: list[str], args: argparse.Namespace) -> int:
+    warmup = max(args.warmup, 2)  # the compiled model compiles in its first steps
+    results = [bench_compile(params, s, args.steps, args.repeats, warmup) for s in sections]
+    out = Path(COMPILE_OUT if args.out == DEFAULT_OUT else args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    meta = {"cpu_threads": torch.get_num_threads(), "torch": torch.__version__}
+    out.write_text(json.dumps({"machine": meta, "models": results}, indent=1) + "\n")
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
+    for r in results:
+        e, c = r["eager"], r["compiled"]
+        print(f"{r['section']} ({r['tokens']}): tokens/s best (median of {args.repeats} blocks)")
+        print(f"  eager    {e['tokens_per_s_best']:9,.0f} ({e['tokens_per_s_median']:,.0f})")
+        print(f"  compiled {c['tokens_per_s_best']:9,.0f} ({c['tokens_per_s_median']:,.0f})")
+        print(f"  speed-up {r['speedup_best']:.3f}x ({r['speedup_median']:.3f}x)")
+        print(
+            f"  compile  {r['compile_s_warmup']:.1f} s over the warm-up steps "
+            f"(first step {r['compile_s_first_step']:.1f} s); graphs compiled: "
+            f"{r['graphs_compiled_warmup']} in warm-up, {r['graphs_compiled_timed']} when timed"
+        )
+        first = ", ".join(f"{x:.1e}" for x in r["loss_abs_diff_by_step"][:warmup])
+        print(
+            f"  losses   |eager - compiled| at steps 1-{warmup}: {first}; max "
+            f"{r['loss_max_abs_diff']:.2e} (relative {r['loss_max_rel_diff']:.1e}) over "
+            f"{r['steps_compared']} steps; same initial weights: {r['same_initial_weights']}"
+        )
+    print(f"wrote {out}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--params", default=str(ROOT / "params.yaml"))
@@ -122,7 +268,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--threads", type=int, default=None, help="torch threads (default: torch's)"
     )
-    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "bench_train.json"))
+    parser.add_argument("--out", default=DEFAULT_OUT)
+    parser.add_argument(
+        "--compile",
+        action="store_true",
+        help="eager vs torch.compile (inductor) in alternating blocks, with compile time and "
+        "loss agreement (writes bench_train_compile.json unless --out is given)",
+    )
     args = parser.parse_args(argv)
 
     if args.threads:
@@ -133,6 +285,8 @@ def main(argv: list[str] | None = None) -> int:
     sections = args.sections or [s for s in load_params(params) if s.startswith("train_")]
     torch.use_deterministic_algorithms(True, warn_only=True)
     keep_freed_memory()  # as geolib.train does on CPU
+    if args.compile:
+        return main_compile(params, sections, args)
     peak_before = matmul_peak()
     models = [bench_model(params, s, args.steps, args.repeats, args.warmup) for s in sections]
     peak = max(peak_before, matmul_peak())

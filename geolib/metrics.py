@@ -5,26 +5,36 @@ which variant it computes. Conventions shared by all of them:
 
 * Rows are points: ``X`` / ``W`` has shape ``(n, d)`` (n points or vocabulary rows, d features).
 * Inputs are numpy arrays, torch tensors (any device, any real floating dtype including float16
-  and bfloat16) or nested sequences. Data is read in row chunks, upcast to float64 one at a
-  time into one reusable buffer, so a float32 matrix is never copied whole and every result is
-  accurate to float64. Results are plain Python floats.
-* Spectral quantities come from the float64 d x d Gram (or scatter) matrix, accumulated chunk by
-  chunk on its block upper triangle (:func:`_add_gram_`, ~5/8 of the flops of ``X^T X``),
-  followed by a cheap ``eigh`` of the small matrix. Memory is O(d^2 + chunk * d).
-* All BLAS/LAPACK work goes through torch (MKL/OpenMP). Mixing numpy's OpenBLAS thread pool
-  with torch's in one process made each up to 10x slower on a 2-core machine (both pools
-  spin-wait), and the rest of the project runs torch, so numpy is used only for small arrays.
+  and bfloat16) or nested sequences. Data is read in row blocks, upcast to float64 one at a time
+  into one reusable buffer of ~24 MiB that stays in the CPU cache until BLAS has read it, so a
+  float32 matrix is never copied whole and every result is accurate to float64. Results are
+  plain Python floats.
+* Spectral quantities come from the float64 d x d Gram (or scatter) matrix, accumulated block by
+  block as numpy's ``B.T @ B``, which numpy hands to BLAS ``syrk`` (a symmetric rank-k update,
+  half the flops of a general product), followed by a cheap ``eigh`` of the small matrix.
+  Centring costs no extra pass (:func:`_scatter`). Memory is O(d^2 + block * d).
+* Thread pools: numpy's BLAS (OpenBLAS) and torch's (MKL/OpenMP) each keep idle workers spinning
+  for a while after a call (OpenBLAS: ~0.1 s), and on a 2-core machine a 2-thread op of the other
+  pool then runs up to 2x slower. So a pass over the data calls one pool only: the one-shot
+  metrics run their Gram passes on numpy's BLAS (syrk: the fastest route) and the d x d
+  eigensolvers on torch with one thread; torch conversions inside a pass (bfloat16, GPU tensors)
+  run on one thread. :meth:`StreamingCovariance.update`, which is called between the forward
+  passes of a model, uses torch's BLAS instead (measured: with numpy's, the forward passes of a
+  128-wide model in between ran 2x slower). A torch op started right after a one-shot metric
+  still shares a core with OpenBLAS's spinning worker for up to ~0.1 s.
 * Bad input raises ``ValueError`` with a message naming the argument. All input checks live in
-  :func:`_validate` and the :class:`_Matrix` it returns (finiteness, checked chunk by chunk as
-  the data is read); :func:`_validate_cov` builds on it for covariance arguments.
+  :func:`_validate` and the :class:`_Matrix` it returns (finiteness: a Gram pass checks its
+  trace, a sum of squares of all the data; other readers check block by block);
+  :func:`_validate_cov` builds on it for covariance arguments.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import NoReturn
 
 import numpy as np
 import torch
@@ -46,17 +56,37 @@ __all__ = [
 ArrayLike = np.ndarray | torch.Tensor | Sequence[Sequence[float]]
 
 _EPS = float(np.finfo(np.float64).eps)
-_CHUNK_ELEMENTS = 1 << 23  # 64 MiB of float64 per chunk: BLAS-efficient, memory stays bounded
+# float64 elements per block: 24 MiB stays in a typical L3 cache between the upcast and the syrk
+# that reads it (blocks of 64 MiB made the upcast 3-4x dearer); a block has at least as many rows
+# as columns, so that its flops outweigh the O(d^2) work per block (adding up the d x d results).
+_CHUNK_ELEMENTS = 3 << 20
+_SHIFT_SLACK = 1.0  # one-pass scatter kept while n (mean - shift)^2 <= this x the centred one
 _ERANK_RTOL = 1e-10  # tolerated a-posteriori relative error of the Gram route for effective rank
 _COV_RTOL = 1e-5  # symmetry / positive-semidefiniteness slack for user covariances (float32-made)
 
 
 # --------------------------------------------------------------------------------------------
-# validation and chunked float64 access (the only place where inputs are checked)
+# validation and blockwise float64 access (the only place where inputs are checked)
 # --------------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _one_thread() -> Iterator[None]:
+    """Run torch on one thread inside the block (its thread count is global: restored on exit).
+
+    Used for the small d x d eigensolvers: LAPACK syevd on a 768 x 768 matrix gains little from
+    a second thread, and on a shared 2-core machine a descheduled partner thread made it 10-20x
+    slower in the tail (0.06 s -> 1.4 s). Also keeps torch's pool asleep during numpy passes.
+    """
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
+
+
 @dataclass(frozen=True)
 class _Matrix:
-    """A validated 2-D input, kept in its original dtype/device and read as float64 chunks."""
+    """A validated 2-D input, kept in its original dtype/device and read as float64 blocks."""
 
     data: np.ndarray | torch.Tensor
     name: str
@@ -66,51 +96,81 @@ class _Matrix:
         n, d = self.data.shape
         return int(n), int(d)
 
-    def chunks(self, *, transpose: bool = False) -> Iterator[torch.Tensor]:
-        """Yield consecutive row blocks (of ``data.T`` if ``transpose``) as float64 CPU tensors.
+    def blocks(
+        self,
+        *,
+        transpose: bool = False,
+        shift: np.ndarray | None = None,
+        ones: bool = False,
+        check: bool = False,
+    ) -> Iterator[np.ndarray]:
+        """Consecutive row blocks (of ``data.T`` if ``transpose``) as float64 numpy arrays.
 
-        Every block is a view of one reusable buffer owned here: callers may modify it in place
-        (e.g. centre it) but must not keep it past the next iteration. Reusing the buffer
-        avoids a fresh 64 MiB allocation (page faults, kernel zeroing) per chunk. Each block is
-        checked for NaN/inf here, so non-finite input is reported whatever metric reads it.
+        ``shift`` (one value per column) is subtracted from each block while it is in cache;
+        ``ones`` appends a column of ones (so a block's Gram also holds its column sums and row
+        count). Every block is a C-contiguous view of one reusable buffer owned here: callers may
+        modify it in place but must not keep it past the next iteration. Reusing the buffer
+        avoids a fresh allocation (page faults, kernel zeroing) per block. Torch tensors are
+        converted (dtype, device) and the shift is subtracted by torch, with the caller's thread
+        count (:func:`_one_thread` keeps its pool asleep during a pass on numpy's BLAS); numpy
+        arrays are upcast by numpy. With ``check`` each block is screened for NaN/inf and
+        overflow by its sum of squares (numpy's own loop, no BLAS pool); without, the caller
+        checks a sum of squares of all the data (:meth:`check_sum_of_squares`).
         """
         a = self.data.T if transpose else self.data
         rows, cols = int(a.shape[0]), int(a.shape[1])
         if rows == 0:
             return
-        step = min(rows, max(64, _CHUNK_ELEMENTS // max(cols, 1)))
-        buf = torch.empty((step, cols), dtype=torch.float64)
-        buf_np = buf.numpy()
+        step = min(rows, max(64, cols, _CHUNK_ELEMENTS // max(cols, 1)))
+        buf = np.empty((step, cols + int(ones)))
+        if ones:
+            buf[:, cols] = 1.0
+        out = torch.from_numpy(buf)[:, :cols]
+        shift_t = None if shift is None else torch.from_numpy(shift)
         for start in range(0, rows, step):
             block = a[start : start + step]
             k = int(block.shape[0])
             if isinstance(block, torch.Tensor):
-                buf[:k].copy_(block)  # converts dtype and moves to CPU in one pass
+                out[:k].copy_(block)  # converts dtype and moves to CPU in one pass
             else:
-                np.copyto(buf_np[:k], block)
-            c = buf[:k]
-            # One BLAS dot screens the chunk: NaN/inf propagate into the sum of squares, and so
-            # does overflow, which would ruin every Gram-based metric. The elementwise test,
-            # several times dearer, runs only to word the error.
-            flat = c.view(-1)
-            if not math.isfinite(float(torch.dot(flat, flat))):
-                if not bool(torch.isfinite(c).all()):
-                    raise ValueError(f"{self.name} contains NaN or inf values")
-                raise ValueError(f"{self.name} has values too large: their squares overflow")
-            yield c
+                np.copyto(buf[:k, :cols], block)
+            if shift_t is not None:
+                out[:k].sub_(shift_t)  # measured ~2x faster than numpy's in-place subtract
+            if check:
+                flat = buf[:k, :cols].reshape(-1)
+                # NaN/inf propagate into the sum of squares, and so does overflow, which would
+                # ruin every Gram-based metric. The elementwise test runs only to word the error.
+                self.check_sum_of_squares(float(np.einsum("i,i->", flat, flat)))
+            yield buf[:k]
 
-    def full(self) -> torch.Tensor:
-        """The whole matrix as a new float64 CPU tensor; for small inputs and the exact SVD."""
-        out = torch.empty(self.shape, dtype=torch.float64)
+    def chunks(self) -> Iterator[torch.Tensor]:
+        """Checked :meth:`blocks` as float64 CPU tensors (sharing the buffer)."""
+        for b in self.blocks(check=True):
+            yield torch.from_numpy(b)
+
+    def check_sum_of_squares(self, total: float) -> None:
+        """Raise the input error unless ``total``, a sum of squares of the data, is finite."""
+        if not math.isfinite(total):
+            self._raise_not_finite()
+
+    def _raise_not_finite(self) -> NoReturn:
+        for b in self.blocks():
+            if not np.isfinite(b).all():
+                raise ValueError(f"{self.name} contains NaN or inf values")
+        raise ValueError(f"{self.name} has values too large: their squares overflow")
+
+    def full(self) -> np.ndarray:
+        """The whole matrix as a new float64 array; for small inputs and the exact SVD."""
+        out = np.empty(self.shape)
         start = 0
-        for c in self.chunks():
-            out[start : start + c.shape[0]] = c
-            start += c.shape[0]
+        for b in self.blocks(check=True):
+            out[start : start + b.shape[0]] = b
+            start += b.shape[0]
         return out
 
 
 def _validate(x: ArrayLike, name: str, *, min_rows: int = 2, ncols: int | None = None) -> _Matrix:
-    """Check rank, dtype and size of ``x`` (cheap metadata checks; finiteness is checked per chunk).
+    """Check rank, dtype and size of ``x`` (cheap metadata checks; finiteness is checked per pass).
 
     Integer, bool and complex inputs are rejected: in this project they are always a mistake
     (token ids instead of embeddings, a mask, a spectrum with phases), and silently casting them
@@ -141,7 +201,7 @@ def _validate(x: ArrayLike, name: str, *, min_rows: int = 2, ncols: int | None =
     return _Matrix(data, name)
 
 
-def _validate_cov(c: ArrayLike, name: str, *, dim: int | None = None) -> torch.Tensor:
+def _validate_cov(c: ArrayLike, name: str, *, dim: int | None = None) -> np.ndarray:
     """Validate a covariance: square d x d, finite, symmetric up to ``_COV_RTOL``; float64.
 
     The tolerance admits covariances computed in float32 (whose matmul need not be exactly
@@ -153,13 +213,13 @@ def _validate_cov(c: ArrayLike, name: str, *, dim: int | None = None) -> torch.T
         want = f"({dim}, {dim})" if dim is not None else "square (d, d)"
         raise ValueError(f"{name} must have shape {want}, got {(n, d)}")
     a = m.full()
-    if float((a - a.T).abs().max()) > _COV_RTOL * float(a.abs().max()):
+    if float(np.abs(a - a.T).max()) > _COV_RTOL * float(np.abs(a).max()):
         raise ValueError(f"{name} must be symmetric (a covariance matrix)")
     return 0.5 * (a + a.T)
 
 
 # --------------------------------------------------------------------------------------------
-# Gram accumulation (symmetric rank-k update) and streaming covariance
+# Gram accumulation (symmetric rank-k updates) and streaming covariance
 # --------------------------------------------------------------------------------------------
 def _column_blocks(d: int) -> list[tuple[int, int]]:
     """Split d columns into k <= 4 blocks of >= 192 columns, for the block-triangular update."""
@@ -168,31 +228,117 @@ def _column_blocks(d: int) -> list[tuple[int, int]]:
     return list(zip(edges[:-1], edges[1:], strict=True))
 
 
-def _add_gram_(acc: torch.Tensor, c: torch.Tensor) -> None:
-    """acc += c^T c on the block upper triangle only (read it back with :func:`_symmetric`).
+def _add_gram_torch_(acc: torch.Tensor, c: torch.Tensor) -> None:
+    """acc += c^T c on the block upper triangle only, with torch's BLAS (which has no syrk).
 
-    torch has no syrk; computing block rows [j0, j1) x [j0, d) with gemm does (k + 1) / (2 k) of
-    the flops of a full c^T c (62.5 % for k = 4) at full BLAS efficiency.
+    Block rows [j0, j1) x [j0, d) by gemm do (k + 1) / (2 k) of the flops of a full c^T c
+    (62.5 % for k = 4) at full BLAS efficiency.
     """
     for j0, j1 in _column_blocks(c.shape[1]):
         acc[j0:j1, j0:].addmm_(c[:, j0:j1].T, c[:, j0:])
 
 
-def _symmetric(acc: torch.Tensor) -> torch.Tensor:
-    """The symmetric matrix whose upper triangle is that of ``acc`` (a new tensor)."""
-    upper = torch.triu(acc)
-    return upper + torch.triu(acc, diagonal=1).T
+def _gram(
+    m: _Matrix,
+    *,
+    transpose: bool = False,
+    shift: np.ndarray | None = None,
+    ones: bool = False,
+    center_rows: bool = False,
+    torch_blas: bool = False,
+) -> np.ndarray:
+    """Float64 ``sum_B B^T B`` over the blocks B of :meth:`_Matrix.blocks`; exactly symmetric.
+
+    ``center_rows`` subtracts each block row's own mean first (the columns of W, when W W^T is
+    read through ``transpose``). numpy sends ``B.T @ B`` on one buffer to BLAS syrk and mirrors
+    the triangle; ``torch_blas`` accumulates the upper triangle with torch's BLAS instead
+    (:func:`_add_gram_torch_`) and mirrors it at the end. The trace, a sum of squares of all
+    the data read, is the finiteness check: NaN, inf and overflow all reach it.
+    """
+    acc: np.ndarray | None = None
+    with contextlib.nullcontext() if torch_blas else _one_thread():
+        for b in m.blocks(transpose=transpose, shift=shift, ones=ones):
+            with np.errstate(invalid="ignore", over="ignore"):  # non-finite: reported below
+                if center_rows:
+                    b -= b.mean(axis=1, keepdims=True)
+                if torch_blas:
+                    if acc is None:
+                        acc = np.zeros((b.shape[1], b.shape[1]))
+                    _add_gram_torch_(torch.from_numpy(acc), torch.from_numpy(b))
+                elif acc is None:
+                    acc = b.T @ b
+                else:
+                    acc += b.T @ b
+    if acc is None:
+        raise ValueError(f"{m.name} has no rows")
+    if torch_blas:  # mirror the upper triangle (gemm's diagonal blocks need not be symmetric)
+        acc = np.triu(acc)
+        acc += np.triu(acc, 1).T
+    m.check_sum_of_squares(float(np.trace(acc)))
+    return acc
+
+
+def _first_block_mean(m: _Matrix) -> np.ndarray:
+    """Column means of the first block, taken relative to its first row.
+
+    Relative to a row so that a constant column gets exactly its value (and exactly zero
+    variance after the shift), whatever the rounding of a mean of equal numbers.
+    """
+    with _one_thread():
+        b = next(m.blocks())
+    x0 = b[0].copy()
+    with np.errstate(invalid="ignore", over="ignore"):  # non-finite data: reported by _gram
+        b -= x0
+        return x0 + b.mean(axis=0)
+
+
+def _scatter(
+    m: _Matrix, shift: np.ndarray | None = None, *, torch_blas: bool = False
+) -> tuple[int, np.ndarray, np.ndarray]:
+    """``(n, mean, M2)`` of the rows of ``m``: ``M2 = sum_i (x_i - mean)(x_i - mean)^T``, float64.
+
+    One pass for data close to ``shift`` (default: the mean of the first block): the Gram of
+    the blocks ``[x - shift, 1]`` holds ``G = sum (x - s)(x - s)^T``, ``t = sum (x - s)`` and
+    n, and ``M2 = G - n delta delta^T`` with ``delta = t / n = mean - s``. Subtracting cancels
+    ``n delta_j^2`` of ``G_jj``, so this is kept only while ``n delta_j^2 <= _SHIFT_SLACK *
+    M2_jj`` for every column j: then G_jj <= (1 + ``_SHIFT_SLACK``) M2_jj, and the rounding
+    error bound of every entry of M2 is at most that factor times the bound for exactly centred
+    data. Otherwise (the first block is unlike the rest, e.g. sorted or drifting data) a second
+    pass with ``s = mean`` is final: the corrected two-pass algorithm of Chan, Golub & LeVeque
+    (1983). For rows in random order n delta^2 ~ M2 / (rows per block), so one pass suffices.
+    A column whose centred sum of squares comes out <= 0 (constant data) gets an exactly zero
+    row and column. ``torch_blas``: see :func:`_gram`.
+    """
+    s = _first_block_mean(m) if shift is None else shift
+    for final in (False, True):
+        a = _gram(m, shift=s, ones=True, torch_blas=torch_blas)
+        d = a.shape[0] - 1
+        n = float(a[d, d])  # a sum of ones: exact
+        delta = a[:d, d] / n
+        cancel = np.outer(delta, delta)  # exactly symmetric, and so is n times it
+        cancel *= n
+        m2 = a[:d, :d]  # a view: the last row and column of a have been read
+        m2 -= cancel
+        var = np.diag(m2).copy()
+        if final or bool(np.all(n * delta * delta <= _SHIFT_SLACK * var)):
+            break
+        s = s + delta
+    dead = var <= 0.0
+    if dead.any():
+        m2[dead, :] = 0.0
+        m2[:, dead] = 0.0
+    return int(n), s + delta, m2
 
 
 class StreamingCovariance:
     """Mean and covariance of rows seen in batches, in O(d^2) memory, accurate to float64.
 
-    Each chunk is centred on its own mean (two passes within the chunk, so no cancellation), its
-    scatter ``M2_b = (c - mean_b)^T (c - mean_b)`` is formed in float64, and chunks are combined
-    with the pairwise update of Chan, Golub & LeVeque (1979):
-    ``M2 = M2_a + M2_b + delta delta^T n_a n_b / n``, ``delta = mean_b - mean_a``. Unlike the
-    one-pass ``Gram - n mu mu^T`` this never subtracts two large, nearly equal quantities, so it
-    stays accurate when the mean is large compared with the spread (typical of LM activations).
+    Each batch's scatter ``M2_b`` comes from :func:`_scatter`, shifted by the running mean (by its
+    first block's mean for the first batch), so it never subtracts two large, nearly equal
+    quantities, even when the mean is large compared with the spread (typical of LM
+    activations); batches are combined with the pairwise update of Chan, Golub & LeVeque (1979):
+    ``M2 = M2_a + M2_b + delta delta^T n_a n_b / n``, ``delta = mean_b - mean_a``. Updates run on
+    torch's BLAS, the pool of the model whose states they usually receive (module docstring).
     """
 
     def __init__(self, dim: int) -> None:
@@ -200,8 +346,8 @@ class StreamingCovariance:
             raise ValueError(f"dim must be a positive integer, got {dim!r}")
         self.dim = int(dim)
         self._n = 0
-        self._mean = torch.zeros(self.dim, dtype=torch.float64)
-        self._m2 = torch.zeros((self.dim, self.dim), dtype=torch.float64)  # upper triangle valid
+        self._mean = np.zeros(self.dim)
+        self._m2 = np.zeros((self.dim, self.dim))  # exactly symmetric
 
     @property
     def count(self) -> int:
@@ -213,7 +359,7 @@ class StreamingCovariance:
         """Mean row, float64 array of shape (dim,) (a copy)."""
         if self._n == 0:
             raise ValueError("StreamingCovariance has no data yet")
-        return self._mean.numpy().copy()
+        return self._mean.copy()
 
     def covariance(self, ddof: int = 1) -> np.ndarray:
         """Covariance ``M2 / (count - ddof)``, float64 (dim, dim), exactly symmetric.
@@ -221,26 +367,25 @@ class StreamingCovariance:
         ``ddof=1`` (default) is the unbiased sample covariance, as ``np.cov`` and ``torch.cov``
         (which the IsoScore package uses); ``ddof=0`` is the population covariance.
         """
-        return self._covariance(ddof).numpy()
-
-    def _covariance(self, ddof: int) -> torch.Tensor:
         if int(ddof) != ddof or ddof < 0:
             raise ValueError(f"ddof must be a non-negative integer, got {ddof!r}")
         if self._n - ddof <= 0:
             raise ValueError(
                 f"covariance with ddof={ddof} needs more than {ddof} rows, got {self._n}"
             )
-        return _symmetric(self._m2) / (self._n - ddof)
+        return self._m2 / (self._n - ddof)
 
-    def _combine(self, n_b: int, mean_b: torch.Tensor, m2_b: torch.Tensor | None) -> None:
-        """Chan et al. merge of (n_b, mean_b, M2_b); ``m2_b=None`` if already added to _m2."""
+    def _combine(self, n_b: int, mean_b: np.ndarray, m2_b: np.ndarray) -> None:
+        """Chan et al. merge of (n_b, mean_b, M2_b); the arguments are not modified."""
         n_a = self._n
         n = n_a + n_b
         delta = mean_b - self._mean
+        self._m2 += m2_b  # self._m2 is never shared (``mean`` and ``covariance`` return copies)
+        if n_a:
+            between = np.outer(delta, delta)
+            between *= n_a * n_b / n
+            self._m2 += between
         self._mean = self._mean + delta * (n_b / n)
-        if m2_b is not None:
-            self._m2 += m2_b
-        self._m2.addr_(delta, delta, alpha=n_a * n_b / n)
         self._n = n
 
     def update(self, batch: ArrayLike) -> StreamingCovariance:
@@ -248,10 +393,8 @@ class StreamingCovariance:
         return self._update_validated(_validate(batch, "batch", min_rows=0, ncols=self.dim))
 
     def _update_validated(self, m: _Matrix) -> StreamingCovariance:
-        for c in m.chunks():
-            mean_b = c.mean(dim=0)
-            _add_gram_(self._m2, c.sub_(mean_b))  # the chunk buffer is ours to modify
-            self._combine(c.shape[0], mean_b, None)
+        if m.shape[0]:
+            self._combine(*_scatter(m, self._mean if self._n else None, torch_blas=True))
         return self
 
     def merge(self, other: StreamingCovariance) -> StreamingCovariance:
@@ -266,44 +409,18 @@ class StreamingCovariance:
 # --------------------------------------------------------------------------------------------
 # spectra from the float64 Gram matrix
 # --------------------------------------------------------------------------------------------
-@contextmanager
-def _one_thread() -> Iterator[None]:
-    """Run the small d x d eigensolvers on one thread.
-
-    LAPACK syevd on a 768 x 768 matrix gains nothing from a second thread, and on a shared
-    2-core machine a descheduled partner thread made it 10-20x slower in the tail (0.06 s ->
-    1.4 s). torch's thread count is global: it is restored on exit.
-    """
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
-
-
-def _gram_matrix(m: _Matrix, *, center: bool = False, transpose: bool = False) -> torch.Tensor:
-    """Symmetric float64 Gram matrix W^T W (``transpose``: W W^T), W optionally column-centred.
-
-    Centring without transpose goes through :class:`StreamingCovariance` (no cancellation).
-    With transpose the chunks are rows of W^T, i.e. W's columns, so centring subtracts each
-    row's own mean: local to the chunk and exact.
-    """
-    n, d = m.shape
-    if center and not transpose:
-        return _symmetric(StreamingCovariance(d)._update_validated(m)._m2)
-    size = n if transpose else d
-    acc = torch.zeros((size, size), dtype=torch.float64)
-    for c in m.chunks(transpose=transpose):
-        _add_gram_(acc, c.sub_(c.mean(dim=1, keepdim=True)) if center else c)
-    return _symmetric(acc)
+def _eigvalsh(a: np.ndarray) -> np.ndarray:
+    """Ascending eigenvalues of a small symmetric float64 matrix (torch/MKL on one thread)."""
+    with _one_thread():
+        return torch.linalg.eigvalsh(torch.from_numpy(a)).numpy()
 
 
 def _gram_eigenvalues(m: _Matrix, *, center: bool) -> tuple[np.ndarray, np.ndarray]:
     """Squared singular values of W (or of W with centred columns) and their rounding errors.
 
     Uses the smaller Gram matrix: ``W^T W`` (d x d) if d <= n, else ``W W^T`` (n x n), so exactly
-    r = min(n, d) values come back, descending and clipped at 0.
+    r = min(n, d) values come back, descending and clipped at 0. Centring W^T W goes through
+    :func:`_scatter`; for W W^T the blocks are W's columns, centred on their own means.
 
     Error model for lam_j (float64 Gram + ``eigvalsh``): a relative part from summing n + d
     terms and an absolute floor from the eigensolver, tau_j = 2 eps (sqrt(n + d) lam_j +
@@ -312,16 +429,18 @@ def _gram_eigenvalues(m: _Matrix, *, center: bool) -> tuple[np.ndarray, np.ndarr
     <= 2 eps lam_max, so tau carries a >= 4x and >= 15x margin respectively.
     """
     n, d = m.shape
-    gram = _gram_matrix(m, center=center, transpose=n < d)
-    with _one_thread():
-        lam = np.clip(torch.linalg.eigvalsh(gram).numpy()[::-1], 0.0, None)
+    if center and n >= d:
+        gram = _scatter(m)[2]
+    else:
+        gram = _gram(m, transpose=n < d, center_rows=center)
+    lam = np.clip(_eigvalsh(gram)[::-1], 0.0, None)
     tau = 2.0 * _EPS * (math.sqrt(n + d) * lam + math.sqrt(lam.size) * float(lam[0]))
     return lam, tau
 
 
 def _exact_singular_values(m: _Matrix, *, center: bool) -> np.ndarray:
     """Singular values by a float64 SVD of the (centred) matrix; the slow, exact reference."""
-    a = m.full()
+    a = torch.from_numpy(m.full())
     if center:
         a = a - a.mean(dim=0)
     return torch.linalg.svdvals(a).numpy()
@@ -416,26 +535,50 @@ def _isoscore_from_eigenvalues(lam: np.ndarray) -> float:
     has no cancellation; it agrees with the literal formula to rounding (tested), and the clip to
     [0, 1] only removes rounding-level excursions.
     """
-    d = lam.size
+    _check_isoscore_dim(lam.size)
+    u = lam / _isoscore_scale(float(lam.max()))  # IsoScore is scale-free; no overflow in lam^2
+    return _participation_isoscore(lam.size, float(u.sum()), float((u * u).sum()))
+
+
+def _isoscore_of_psd(cov: np.ndarray) -> float:
+    """IsoScore of a covariance that is positive semidefinite by construction, without ``eigh``.
+
+    ``sum(lam) = tr(C)`` and ``sum(lam^2) = ||C||_F^2`` for a symmetric C, so the participation
+    ratio of :func:`_isoscore_from_eigenvalues` needs no eigenvalues, and both are sums of
+    non-negative terms. For the scatter of data (PSD up to rounding) this equals the eigenvalue
+    route up to that route's clipping of rounding-level negative eigenvalues (~eps lam_max).
+    """
+    d = cov.shape[0]
+    _check_isoscore_dim(d)
+    u = cov / _isoscore_scale(float(np.diag(cov).max()))  # PSD: max |C_ij| is on the diagonal
+    return _participation_isoscore(d, float(np.trace(u)), float((u * u).sum()))
+
+
+def _check_isoscore_dim(d: int) -> None:
     if d < 2:
         raise ValueError("IsoScore needs dimension d >= 2 (its formula divides by d - 1)")
-    top = float(lam.max())
+
+
+def _isoscore_scale(top: float) -> float:
     if top <= 0.0:
         raise ValueError("IsoScore is undefined for a zero covariance (all points identical)")
-    u = lam / top  # rescaling leaves IsoScore unchanged and avoids overflow in sum(lam^2)
-    k = float(u.sum()) ** 2 / float((u * u).sum())
+    return top
+
+
+def _participation_isoscore(d: int, total: float, sum_sq: float) -> float:
+    """(k - 1) / (d - 1) for the participation ratio k = total^2 / sum_sq, clipped to [0, 1]."""
+    k = total * total / sum_sq
     return min(1.0, max(0.0, (k - 1.0) / (d - 1.0)))
 
 
-def _cov_eigenvalues(cov: torch.Tensor, name: str) -> np.ndarray:
+def _cov_eigenvalues(cov: np.ndarray, name: str) -> np.ndarray:
     """Eigenvalues of a symmetric PSD matrix, clipping rounding-level negatives to 0.
 
     The IsoScore package uses ``svdvals(cov)`` = |eigenvalues|; for a PSD matrix the two agree
     except for rounding noise, and a clearly negative eigenvalue means the input is not a
     covariance, which we report instead of folding its sign away.
     """
-    with _one_thread():
-        lam = torch.linalg.eigvalsh(cov).numpy()
+    lam = _eigvalsh(cov)
     scale = float(np.abs(lam).max())
     if lam[0] < -_COV_RTOL * scale:
         raise ValueError(
@@ -477,18 +620,28 @@ def isoscore_star_from_cov(C: ArrayLike, C0: ArrayLike | None = None, zeta: floa
     return _shrunk_isoscore(cov, _shrinkage_target(C0, cov.shape[0]), z)
 
 
-def _shrinkage_target(C0: ArrayLike | None, d: int) -> torch.Tensor | None:
+def _shrinkage_target(C0: ArrayLike | None, d: int) -> np.ndarray | None:
     return None if C0 is None else _validate_cov(C0, "C0", dim=d)
 
 
-def _shrunk_isoscore(cov: torch.Tensor, c0: torch.Tensor | None, z: float) -> float:
+def _shrunk_isoscore(
+    cov: np.ndarray, c0: np.ndarray | None, z: float, *, cov_is_psd: bool = False
+) -> float:
+    """IsoScore of ``(1 - z) cov + z c0`` (``c0=None``: the identity).
+
+    ``cov_is_psd``: ``cov`` is the scatter of data, PSD by construction; then so is the shrunk
+    matrix unless a user's ``c0`` is mixed in, and :func:`_isoscore_of_psd` skips the ``eigh``
+    that otherwise also checks positive semidefiniteness.
+    """
     if z == 0.0:
         shrunk = cov
     elif c0 is None:  # identity target
         shrunk = (1.0 - z) * cov
-        shrunk.diagonal().add_(z)
+        shrunk.flat[:: shrunk.shape[0] + 1] += z
     else:
         shrunk = (1.0 - z) * cov + z * c0
+    if cov_is_psd and (c0 is None or z == 0.0):
+        return _isoscore_of_psd(shrunk)
     return _isoscore_from_eigenvalues(_cov_eigenvalues(shrunk, "the shrunk covariance"))
 
 
@@ -497,9 +650,9 @@ def isoscore(X: ArrayLike) -> float:
 
     Matches ``IsoScore.IsoScore(X)`` of the reference package 2.0.1 to ~1e-7: the package
     computes the covariance in the input's precision and sqrt(d) in float32 (``torch.sqrt`` of
-    an int64 tensor) even for float64 input. Here the covariance is accumulated in float64 by
-    :class:`StreamingCovariance`, so the result is float64-accurate and no centred copy of X is
-    made.
+    an int64 tensor) even for float64 input. Here the covariance is accumulated in float64 in one
+    pass over X (:func:`_scatter`), so the result is float64-accurate and no centred copy of X is
+    made; the participation ratio is read off its trace and Frobenius norm (no ``eigh``).
     """
     return isoscore_star(X)
 
@@ -513,8 +666,8 @@ def isoscore_star(X: ArrayLike, C0: ArrayLike | None = None, zeta: float = 0.0) 
     z = _check_zeta(zeta)  # all cheap checks first, before the pass over X
     m = _validate(X, "X")
     c0 = _shrinkage_target(C0, m.shape[1])
-    cov = StreamingCovariance(m.shape[1])._update_validated(m)._covariance(ddof=1)
-    return _shrunk_isoscore(cov, c0, z)
+    n, _, m2 = _scatter(m)
+    return _shrunk_isoscore(m2 / (n - 1), c0, z, cov_is_psd=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -545,18 +698,27 @@ def mean_cosine_similarity(X: ArrayLike) -> float:
     return float((s @ s - n) / (n * (n - 1.0)))
 
 
-def _log_partition(m: _Matrix, basis: torch.Tensor) -> np.ndarray:
+def _logsumexp_rows(a: np.ndarray) -> np.ndarray:
+    """log sum_i exp(a_ij) for each column j, without overflow."""
+    top = a.max(axis=0)
+    return top + np.log(np.exp(a - top).sum(axis=0))
+
+
+def _log_partition(m: _Matrix, basis: np.ndarray | torch.Tensor) -> np.ndarray:
     """log Z(c) = logsumexp_w(c . w) for c in the columns of ``basis`` and of ``-basis``.
 
-    Streamed over row chunks and combined with ``logaddexp``, so nothing overflows.
-    Returns shape (2 k,): the k columns first, then their negations.
+    Streamed over row blocks and combined with ``logaddexp``, so nothing overflows; on numpy's
+    BLAS, like the Gram pass before it. Returns shape (2 k,): the k columns first, then their
+    negations.
     """
-    acc = torch.full((2 * basis.shape[1],), -math.inf, dtype=torch.float64)
-    for c in m.chunks():
-        proj = c @ basis
-        lse = torch.cat([torch.logsumexp(proj, dim=0), torch.logsumexp(-proj, dim=0)])
-        acc = torch.logaddexp(acc, lse)
-    return acc.numpy()
+    b = np.asarray(basis, dtype=np.float64)
+    acc = np.full(2 * b.shape[1], -math.inf)
+    with _one_thread():
+        for c in m.blocks(check=True):
+            proj = c @ b
+            lse = np.concatenate([_logsumexp_rows(proj), _logsumexp_rows(-proj)])
+            acc = np.logaddexp(acc, lse)
+    return acc
 
 
 def partition_isotropy(W: ArrayLike) -> float:
@@ -576,8 +738,7 @@ def partition_isotropy(W: ArrayLike) -> float:
     below ~1e-308 underflows to 0.0.
     """
     m = _validate(W, "W")
-    gram = _gram_matrix(m)
     with _one_thread():
-        _, vecs = torch.linalg.eigh(gram)
-    log_z = _log_partition(m, vecs)
+        _, vecs = torch.linalg.eigh(torch.from_numpy(_gram(m)))
+    log_z = _log_partition(m, vecs.numpy())
     return math.exp(float(log_z.min() - log_z.max()))

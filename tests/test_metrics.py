@@ -7,6 +7,7 @@ PAPERS.md formulas), so a shared mistake cannot make both sides agree.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -360,6 +361,76 @@ def test_streaming_covariance_stable_with_large_mean() -> None:
     )
 
 
+def _count_gram_passes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    passes: list[int] = []
+    gram = M._gram
+
+    def spy(*args: object, **kwargs: object) -> np.ndarray:
+        passes.append(1)
+        return gram(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(M, "_gram", spy)
+    return passes
+
+
+def test_scatter_one_pass_in_random_order_two_when_first_block_is_unlike_the_rest(
+    monkeypatch: pytest.MonkeyPatch, small_chunks: None
+) -> None:
+    # offset 1e4 x the spread: the shift (first block's mean) must absorb it, or ~8 digits go
+    g = rng(30)
+    y = g.standard_normal((640, 5)) * np.array([3.0, 1.0, 0.1, 0.01, 1e-3])
+    want = np.cov(y, rowvar=False)
+    passes = _count_gram_passes(monkeypatch)
+    n, mean, m2 = M._scatter(M._validate(y + 10.0, "X"))
+    assert (n, len(passes)) == (640, 1)
+    np.testing.assert_allclose(m2 / (n - 1), want, rtol=1e-10, atol=1e-15)
+    np.testing.assert_allclose(mean, (y + 10.0).mean(axis=0), rtol=1e-14)
+    # sorted by the first coordinate: the first 64-row block is far from the mean
+    drift = y[np.argsort(y[:, 0])] + 10.0
+    passes.clear()
+    n, _, m2 = M._scatter(M._validate(drift, "X"))
+    assert len(passes) == 2
+    np.testing.assert_allclose(m2 / (n - 1), want, rtol=1e-10, atol=1e-15)
+
+
+def test_scatter_of_constant_columns_is_exactly_zero() -> None:
+    x = np.full((7, 3), 0.1)  # 7 * 0.1 / 7 != 0.1 in floating point
+    x[:, 1] = np.arange(7.0)
+    _, mean, m2 = M._scatter(M._validate(x, "X"))
+    assert mean[0] == 0.1 and mean[2] == 0.1
+    assert not m2[0].any() and not m2[:, 2].any()
+    assert m2[1, 1] == pytest.approx(28.0, rel=1e-15)
+    with pytest.raises(ValueError, match="zero covariance"):
+        M.isoscore(np.full((9, 4), 0.1))
+
+
+@pytest.mark.parametrize("offset", [1.0, 1e3, 1e5])
+def test_float32_activations_with_offset_match_float64_reference(offset: float) -> None:
+    # LM-like activations: a common offset large against the spread of most directions; the
+    # reference is the float64 covariance of the same (upcast) float32 values
+    g = rng(31)
+    x = g.standard_normal((5000, 48)) * np.geomspace(3.0, 0.01, 48) + offset * g.standard_normal(48)
+    x32 = x.astype(np.float32)
+    x64 = x32.astype(np.float64)
+    lam = np.clip(np.linalg.eigvalsh(np.cov(x64, rowvar=False)), 0.0, None)
+    assert M.isoscore(x32) == pytest.approx(spectrum_isoscore(lam), rel=1e-9)
+    for squared in (False, True):
+        assert M.effective_rank(x32, squared=squared, center=True) == pytest.approx(
+            erank_ref(x64, squared, center=True), rel=1e-9
+        )
+
+
+def test_streaming_covariance_batches_far_from_the_running_mean() -> None:
+    g = rng(32)
+    parts = [g.standard_normal((300, 4)) * 0.01 + c for c in (0.0, 1e4, -3e3)]
+    acc = M.StreamingCovariance(4)
+    for p in parts:
+        acc.update(p)
+    both = np.vstack(parts)
+    np.testing.assert_allclose(acc.covariance(), np.cov(both, rowvar=False), rtol=1e-10)
+    np.testing.assert_allclose(acc.mean, both.mean(axis=0), rtol=1e-13)
+
+
 # ------------------------------------------------------------------------------------------------
 # invariances (only those that hold)
 # ------------------------------------------------------------------------------------------------
@@ -540,7 +611,8 @@ ALL_IDS = [f.__name__ for f in ALL]
     ],
 )
 def test_bad_inputs(f: object, bad: object, match: str) -> None:
-    with pytest.raises(ValueError, match=match):
+    with warnings.catch_warnings(), pytest.raises(ValueError, match=match):
+        warnings.simplefilter("error")  # the error is ours, with no numpy warnings on the way
         f(bad)  # type: ignore[operator]
 
 
