@@ -518,8 +518,9 @@ def test_torch_views_grad_and_lists() -> None:
     assert M.mean_cosine_similarity([[1.0, 0.0], [0.0, 1.0]]) == 0.0
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.device  # needs a CUDA GPU: `make test-device` on a machine with one (never in CI)
 def test_cuda_tensor_input() -> None:
+    """A GPU tensor gives the CPU result (read in blocks, upcast to float64 on the host)."""
     x = rng(24).standard_normal((64, 16))
     assert M.isoscore(torch.from_numpy(x).cuda()) == pytest.approx(M.isoscore(x), abs=1e-13)
 
