@@ -298,29 +298,37 @@ def cv_ratio(
     }
 
 
-def analyse(table: pd.DataFrame, spec: Mapping[str, Any], out_dir: str | Path) -> dict[str, Path]:
-    """Every table the chapter reads, written under ``out_dir``; returns their paths."""
+def analyse(
+    table: pd.DataFrame,
+    spec: Mapping[str, Any],
+    factorial: Mapping[str, Sequence[Any]],
+    out_dir: str | Path,
+) -> dict[str, Path]:
+    """Every table the chapter reads, written under ``out_dir``; returns their paths.
+
+    ``factorial``: the sweep's factorial levels; each factor's effect compares its lowest and
+    highest level, and only factorial points (the ``final_lr_ratio`` of the factorial) enter
+    the U-shape cells.
+    """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     n_boot, level, seed = int(spec["n_boot"]), float(spec["ci_level"]), int(spec.get("seed", 0))
-    factorial = table[(table["final_lr_ratio"] == 0.1)]
+    in_factorial = table["final_lr_ratio"].isin(factorial["final_lr_ratio"])
     work = table.copy()
     for q in ("w_erank", "h_erank"):
         work[f"{q}_at_matched_loss"] = detrended(table, q)
+    ends = {f: (min(factorial[f]), max(factorial[f])) for f in ("batch_size", "weight_decay", "lr")}
     effects = []
-    for factor, low, high in (
-        ("batch_size", 8, 128),
-        ("weight_decay", 0.0, 2.0),
-        ("lr", 0.001, 0.004),
-    ):
+    for factor, (low, high) in ends.items():
         for quantity in ("w_erank", "h_erank", ID_LOSS, "w_erank_at_matched_loss"):
             data = work if quantity.endswith("matched_loss") else table
             row = effect(data, factor, low, high, quantity, level)
             row["basis"] = "matched_loss" if quantity.endswith("matched_loss") else "matched_tokens"
             effects.append(row)
+    sizes = tuple(factorial["size"])
     interactions = [
-        interaction(table, "weight_decay", 0.0, 2.0, ID_LOSS, level=level),
-        interaction(table, "lr", 0.001, 0.004, ID_LOSS, level=level),
+        interaction(table, f, *ends[f], ID_LOSS, levels=(sizes[0], sizes[-1]), level=level)
+        for f in ("weight_decay", "lr")
     ]
     ood = [
         c
@@ -344,7 +352,7 @@ def analyse(table: pd.DataFrame, spec: Mapping[str, Any], out_dir: str | Path) -
     table.to_csv(paths["models"], index=False, float_format="%.6g")
     pd.DataFrame(effects).to_csv(paths["effects"], index=False, float_format="%.6g")
     pd.DataFrame(interactions).to_csv(paths["interactions"], index=False, float_format="%.6g")
-    u_shape(factorial).to_csv(paths["u_shape"], index=False)
+    u_shape(table[in_factorial]).to_csv(paths["u_shape"], index=False)
     kw = {"n_boot": n_boot, "level": level, "seed": seed}
     prediction(table, outcomes, predictors, **kw).to_csv(
         paths["prediction"], index=False, float_format="%.6g"
@@ -372,7 +380,10 @@ def main(argv: list[str] | None = None) -> int:
     names = check_points_listed(params["sweep"])
     table = gather(params["sweep"]["run_root"], names)
     paths = analyse(
-        table, {**spec, "seed": params["common"]["seed"]}, Path(spec["models_table"]).parent
+        table,
+        {**spec, "seed": params["common"]["seed"]},
+        params["sweep"]["factorial"],
+        Path(spec["models_table"]).parent,
     )
     print(
         f"geometry_performance: {len(table)} models → {', '.join(str(p) for p in paths.values())}"
