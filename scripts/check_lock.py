@@ -25,20 +25,24 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def produced_paths(stages: Mapping[str, Any]) -> list[str]:
-    """Every out of every stage in ``dvc.yaml``."""
-    return [
-        o if isinstance(o, str) else next(iter(o))
-        for s in stages.values()
-        for o in s.get("outs", [])
-    ]
+    """Every out of every stage in ``dvc.yaml`` (a ``foreach`` stage's as templated in ``do``)."""
+    outs = []
+    for stage in stages.values():
+        body = stage.get("do", stage) if "foreach" in stage else stage
+        outs += [o if isinstance(o, str) else next(iter(o)) for o in body.get("outs", [])]
+    return outs
 
 
 def stale_entries(status: Mapping[str, Any], produced: list[str]) -> list[str]:
     """Messages for the ``dvc status --json`` entries that mean a stale lock."""
 
     def is_produced(path: str) -> bool:
+        """An out, inside one, or a folder holding outs (e.g. ``runs/sweep``)."""
         p = PurePosixPath(path)
-        return any(p == PurePosixPath(o) or PurePosixPath(o) in p.parents for o in produced)
+        return any(
+            p == PurePosixPath(o) or PurePosixPath(o) in p.parents or p in PurePosixPath(o).parents
+            for o in produced
+        )
 
     problems = []
     for stage, entries in status.items():

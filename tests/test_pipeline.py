@@ -321,11 +321,21 @@ def test_audit_hook_logs_a_stage_processes_reads_and_writes(tmp_path):
 
 def test_lock_check_flags_stale_sources_and_params_but_not_missing_outputs():
     check = _load_script("check_lock")
-    stages = {"a": {"outs": ["data/a"]}, "b": {"deps": ["data/a", "geolib/b.py"], "outs": []}}
+    stages = {
+        "a": {"outs": ["data/a"]},
+        "b": {"deps": ["data/a", "geolib/b.py", "runs/s"], "outs": []},
+        "s": {"foreach": ["x", "y"], "do": {"outs": ["runs/s/${item}"]}},
+    }
     produced = check.produced_paths(stages)
     fresh_clone = {
         "b": [
-            {"changed deps": {"data/a": "deleted", "data/a/x.csv": "modified"}},
+            {
+                "changed deps": {
+                    "data/a": "deleted",
+                    "data/a/x.csv": "modified",
+                    "runs/s": "deleted",
+                }
+            },
             {"changed outs": {"data/b": "not in cache"}},
         ]
     }
