@@ -114,6 +114,26 @@ def _reason(reason: Any) -> str:
     return reason.strip()
 
 
+def _check_band(rule: Any) -> None:
+    """Validate the fields shared by the band rules (``target``, ``tol``, ``reason``)."""
+    object.__setattr__(rule, "target", _finite("target", rule.target))
+    object.__setattr__(rule, "tol", _positive("tol", rule.tol))
+    object.__setattr__(rule, "reason", _reason(rule.reason))
+
+
+def _band(estimate: Any, low: Any, high: Any, target: float, tol: float) -> tuple[str, str]:
+    """Where an interval lies against ``target ± tol``: ``inside`` (entirely, edges included),
+    ``outside`` (entirely, on either side) or ``straddles``; with the numbers in words."""
+    e, lo, hi = _interval(estimate, low, high)
+    a, b = target - tol, target + tol
+    where = f"{e:.4g} [{lo:.4g}, {hi:.4g}] against [{a:.4g}, {b:.4g}]"
+    if a <= lo and hi <= b:
+        return where, "inside"
+    if hi < a or lo > b:
+        return where, "outside"
+    return where, "straddles"
+
+
 @dataclass(frozen=True)
 class WithinTolerance:
     """An estimate near a target: reproduced when its whole interval lies in ``target ± tol``.
@@ -129,9 +149,7 @@ class WithinTolerance:
     kind: ClassVar[str] = "within_tolerance"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "target", _finite("target", self.target))
-        object.__setattr__(self, "tol", _positive("tol", self.tol))
-        object.__setattr__(self, "reason", _reason(self.reason))
+        _check_band(self)
 
     def describe(self) -> str:
         return (
@@ -141,14 +159,9 @@ class WithinTolerance:
         )
 
     def decide(self, estimate: float, low: float, high: float) -> Verdict:
-        e, lo, hi = _interval(estimate, low, high)
-        a, b = self.target - self.tol, self.target + self.tol
-        where = f"{e:.4g} [{lo:.4g}, {hi:.4g}] against [{a:.4g}, {b:.4g}]"
-        if a <= lo and hi <= b:
-            return Verdict(REPRODUCED, self.describe(), f"{where}: interval inside the band")
-        if hi < a or lo > b:
-            return Verdict(NOT_REPRODUCED, self.describe(), f"{where}: interval outside the band")
-        return Verdict(INCONCLUSIVE, self.describe(), f"{where}: interval straddles the band")
+        where, position = _band(estimate, low, high, self.target, self.tol)
+        status = {"inside": REPRODUCED, "outside": NOT_REPRODUCED}.get(position, INCONCLUSIVE)
+        return Verdict(status, self.describe(), f"{where}: interval {position} the band")
 
 
 @dataclass(frozen=True)
@@ -165,9 +178,7 @@ class Beyond:
     kind: ClassVar[str] = "beyond"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "target", _finite("target", self.target))
-        object.__setattr__(self, "tol", _positive("tol", self.tol))
-        object.__setattr__(self, "reason", _reason(self.reason))
+        _check_band(self)
 
     def describe(self) -> str:
         return (
@@ -177,14 +188,9 @@ class Beyond:
         )
 
     def decide(self, estimate: float, low: float, high: float) -> Verdict:
-        e, lo, hi = _interval(estimate, low, high)
-        a, b = self.target - self.tol, self.target + self.tol
-        where = f"{e:.4g} [{lo:.4g}, {hi:.4g}] against [{a:.4g}, {b:.4g}]"
-        if hi < a or lo > b:
-            return Verdict(REPRODUCED, self.describe(), f"{where}: interval beyond the band")
-        if a <= lo and hi <= b:
-            return Verdict(NOT_REPRODUCED, self.describe(), f"{where}: interval inside the band")
-        return Verdict(INCONCLUSIVE, self.describe(), f"{where}: interval straddles the band")
+        where, position = _band(estimate, low, high, self.target, self.tol)
+        status = {"outside": REPRODUCED, "inside": NOT_REPRODUCED}.get(position, INCONCLUSIVE)
+        return Verdict(status, self.describe(), f"{where}: interval {position} the band")
 
 
 @dataclass(frozen=True)
