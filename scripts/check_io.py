@@ -28,6 +28,9 @@ EXEMPT_READS: dict[str, tuple[str, ...]] = {
     # The book renders the executed chapters; depending on them would rerun it on every run
     # (their bytes change with timing). It depends on the notebooks and every chapter's data.
     "book": ("book/chapters",),
+    # A sweep point reads the other points' measures.json only to print the sweep's progress
+    # (runs done / total, ETA); nothing it writes depends on them.
+    "sweep_run": ("runs/sweep",),
 }
 
 
@@ -38,6 +41,18 @@ def _path(entry: Any) -> str:
 def _under(path: str, roots: Iterable[str]) -> bool:
     p = PurePosixPath(path)
     return any(p == PurePosixPath(r) or PurePosixPath(r) in p.parents for r in roots)
+
+
+def _stage(stages: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
+    """A stage by name; ``base@item`` is a ``foreach`` stage's template with ``${item}`` filled."""
+    if name in stages:
+        return stages[name]
+    base, _, item = name.partition("@")
+    template = stages.get(base)
+    if not item or template is None or "foreach" not in template:
+        return None
+    filled = json.dumps(template["do"]).replace("${item}", item)
+    return json.loads(filled)
 
 
 def undeclared_io(records: Iterable[Mapping[str, Any]], stages: Mapping[str, Any]) -> list[str]:
@@ -51,7 +66,7 @@ def undeclared_io(records: Iterable[Mapping[str, Any]], stages: Mapping[str, Any
         name, path, write = rec["stage"], rec["path"], bool(rec["write"])
         if path.endswith(".py"):
             continue
-        stage = stages.get(name)
+        stage = _stage(stages, name)
         if stage is None:
             problems.add(f"{name}: not a stage of dvc.yaml (opened {path})")
             continue
@@ -62,7 +77,8 @@ def undeclared_io(records: Iterable[Mapping[str, Any]], stages: Mapping[str, Any
             continue
         params = [_path(p) for p in stage.get("params", []) if isinstance(p, dict)]
         allowed = [_path(d) for d in stage.get("deps", [])] + outs + ["params.yaml", *params]
-        if not _under(path, allowed + list(EXEMPT_READS.get(name, ()))):
+        exempt = EXEMPT_READS.get(name.split("@")[0], ())
+        if not _under(path, allowed + list(exempt)):
             problems.add(f"stage {name!r} reads {path}, which is not among its deps")
     return sorted(problems)
 

@@ -261,6 +261,7 @@ def test_io_check_flags_undeclared_reads_and_writes():
     stages = {
         "a": {"deps": ["data/in", "geolib/x.py"], "outs": ["data/out", {"book/x.ipynb": {}}]},
         "book": {"deps": ["notebooks"], "outs": ["book/_build/html"]},
+        "run": {"foreach": ["p1", "p2"], "do": {"deps": ["data/in"], "outs": ["runs/${item}"]}},
     }
     ok = [
         {"stage": "a", "path": "data/in/f.csv", "write": False},
@@ -270,18 +271,22 @@ def test_io_check_flags_undeclared_reads_and_writes():
         {"stage": "a", "path": "params.yaml", "write": False},
         {"stage": "a", "path": "geolib/y.py", "write": False},  # sources: the import test's job
         {"stage": "book", "path": "book/chapters/a.ipynb", "write": False},  # stated exemption
+        {"stage": "run@p1", "path": "runs/p1/w.bin", "write": True},  # a foreach expansion
+        {"stage": "run@p1", "path": "data/in/f.csv", "write": False},
     ]
     assert check.undeclared_io(ok, stages) == []
     bad = [
         {"stage": "a", "path": "data/inside.csv", "write": False},  # a sibling, not under data/in
         {"stage": "a", "path": "data/in/f.csv", "write": True},  # writing a dep
         {"stage": "b", "path": "x", "write": False},
+        {"stage": "run@p1", "path": "runs/p2/w.bin", "write": True},  # another point's out
     ]
     problems = check.undeclared_io(bad, stages)
     assert problems == [
         "b: not a stage of dvc.yaml (opened x)",
         "stage 'a' reads data/inside.csv, which is not among its deps",
         "stage 'a' writes data/in/f.csv, which is not under its outs",
+        "stage 'run@p1' writes runs/p2/w.bin, which is not under its outs",
     ]
 
 
