@@ -183,25 +183,22 @@ def threads_for(jobs: int, cores: int | None = None) -> int:
     return max(1, cores // jobs)
 
 
-def status(run_root: str | Path, names: Sequence[str]) -> dict[str, Any]:
-    """Sweep progress from the run directories: done / total, elapsed, ETA (at the mean time of
-    the finished runs, divided over the job count recorded in them)."""
-    done, durations, starts, jobs = [], [], [], 1
+def status(run_root: str | Path, names: Sequence[str], now: float | None = None) -> dict[str, Any]:
+    """Sweep progress from the run directories: done / total, elapsed since the first measured
+    run started, and the ETA at the pace so far (elapsed ÷ done, per remaining run), which
+    counts process start-up and parallel jobs as they really went."""
+    done, starts = 0, []
     for name in names:
         measured = Path(run_root) / name / "measures.json"
         if measured.is_file():
-            info = json.loads(measured.read_text())
-            done.append(name)
-            durations.append(info["timing"]["seconds"])
-            starts.append(info["timing"]["started"])
-            jobs = max(jobs, info["timing"].get("jobs", 1))
-    remaining = len(names) - len(done)
-    mean = sum(durations) / len(durations) if durations else None
+            done += 1
+            starts.append(json.loads(measured.read_text())["timing"]["started"])
+    elapsed = (time.time() if now is None else now) - min(starts) if starts else 0.0
     return {
-        "done": len(done),
+        "done": done,
         "total": len(names),
-        "elapsed_s": time.time() - min(starts) if starts else 0.0,
-        "eta_s": None if mean is None else mean * remaining / jobs,
+        "elapsed_s": elapsed,
+        "eta_s": elapsed / done * (len(names) - done) if done else None,
     }
 
 
