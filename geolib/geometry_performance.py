@@ -43,7 +43,7 @@ from geolib.stats import (
     spearman,
     t_quantile,
 )
-from geolib.sweep import FACTORS, check_points_listed
+from geolib.sweep import FACTORS, check_points_listed, measures_path
 from geolib.sweep_measure import GEOMETRY, flatten_measures
 
 ID_LOSS = "loss_id_test"
@@ -53,13 +53,11 @@ W_METRICS = [f"w_{m}" for m in GEOMETRY]
 
 def gather(run_root: str | Path, names: Sequence[str]) -> pd.DataFrame:
     """One row per point from ``<run_root>/<name>/measures.json`` (error naming missing ones)."""
-    missing = [n for n in names if not (Path(run_root) / n / "measures.json").is_file()]
+    paths = [measures_path(run_root, n) for n in names]
+    missing = [n for n, p in zip(names, paths, strict=True) if not p.is_file()]
     if missing:
         raise FileNotFoundError(f"{len(missing)} sweep points not measured yet: {missing}")
-    rows = [
-        flatten_measures(json.loads((Path(run_root) / n / "measures.json").read_text()))
-        for n in names
-    ]
+    rows = [flatten_measures(json.loads(p.read_text())) for p in paths]
     return pd.DataFrame(rows)
 
 

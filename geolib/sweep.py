@@ -32,6 +32,9 @@ from geolib.config import deep_update, load_params
 from geolib.train import TrainConfig, lr_at
 
 FACTORS = ("size", "batch_size", "weight_decay", "lr", "final_lr_ratio", "seed")
+#: What a measured point writes beside its run (:mod:`geolib.sweep_measure`); its presence
+#: marks the point done.
+MEASURES = "measures.json"
 _NAME = re.compile(
     r"^(?P<size>[A-Za-z]\w*)-b(?P<batch_size>\d+)-wd(?P<weight_decay>[0-9.e+-]+)"
     r"-lr(?P<lr>[0-9.e+-]+)-f(?P<final_lr_ratio>[0-9.e+-]+)-s(?P<seed>\d+)$"
@@ -183,13 +186,18 @@ def threads_for(jobs: int, cores: int | None = None) -> int:
     return max(1, cores // jobs)
 
 
+def measures_path(run_root: str | Path, name: str) -> Path:
+    """``<run_root>/<name>/measures.json``: the measures of one point."""
+    return Path(run_root) / name / MEASURES
+
+
 def status(run_root: str | Path, names: Sequence[str], now: float | None = None) -> dict[str, Any]:
     """Sweep progress from the run directories: done / total, elapsed since the first measured
     run started, and the ETA at the pace so far (elapsed ÷ done, per remaining run), which
     counts process start-up and parallel jobs as they really went."""
     done, starts = 0, []
     for name in names:
-        measured = Path(run_root) / name / "measures.json"
+        measured = measures_path(run_root, name)
         if measured.is_file():
             done += 1
             starts.append(json.loads(measured.read_text())["timing"]["started"])
@@ -237,7 +245,8 @@ def run_point(params_path: str | Path, name: str, *, jobs: int = 1) -> dict[str,
         decay_exponent=decay_exponent(cfg),
         timing={"started": started, "seconds": time.time() - started, "jobs": jobs},
     )
-    runs.write_text_atomic(run_dir / "measures.json", json.dumps(measures, indent=1) + "\n")
+    text = json.dumps(measures, indent=1) + "\n"
+    runs.write_text_atomic(measures_path(spec["run_root"], name), text)
     print(format_status(status(spec["run_root"], names)), file=sys.stderr)
     return measures
 
