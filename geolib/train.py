@@ -7,8 +7,9 @@ Decoders (``pythia``, ``olmo``) learn next-token prediction; the encoder (``bert
 masked-token prediction (15% of positions, of which 80% become ``[MASK]``, 10% a random token,
 10% stay). Each optimizer step draws ``batch_size`` random contiguous windows from the token
 array with a seeded ``numpy`` generator (split into ``grad_accum`` micro-batches); AdamW with
-decoupled weight decay on every matrix (embeddings and LM head included, not on biases or
-norms), linear warmup then a cosine, linear or constant schedule, gradient clipping.
+decoupled weight decay (or SGD with momentum, ``optimizer: sgd``) on every matrix (embeddings
+and LM head included, not on biases or norms), linear warmup then a cosine, linear or constant
+schedule, gradient clipping.
 
 The run directory's layout (``step-<N>/`` checkpoints, ``metrics.csv``, ``run.json``) belongs
 to :mod:`geolib.runs`. Only the latest checkpoint keeps ``train_state.pt`` (saves disk). Killed
@@ -42,6 +43,7 @@ from geolib.tokens import load_tokens
 
 SCHEDULES = ("cosine", "linear", "constant")
 IGNORE_INDEX = -100
+OPTIMIZERS = ("adamw", "sgd")
 
 
 @dataclass
@@ -69,6 +71,8 @@ class TrainConfig:
     schedule: str = "cosine"
     min_lr_ratio: float = 0.1
     weight_decay: float = 0.1
+    optimizer: str = "adamw"
+    momentum: float = 0.9
     betas: tuple[float, float] = (0.9, 0.95)
     eps: float = 1e-8
     grad_clip: float | None = 1.0
@@ -88,6 +92,8 @@ class TrainConfig:
         self.betas = tuple(float(b) for b in self.betas)
         if self.schedule not in SCHEDULES:
             raise ValueError(f"unknown schedule {self.schedule!r}; known: {SCHEDULES}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"unknown optimizer {self.optimizer!r}; known: {OPTIMIZERS}")
         if self.batch_size % self.grad_accum:
             raise ValueError(
                 f"batch_size={self.batch_size} not divisible by grad_accum={self.grad_accum}"
@@ -308,16 +314,23 @@ def evaluate(model, batches, is_decoder: bool, device) -> float:
     return total / max(count, 1)
 
 
-def make_optimizer(model, cfg: TrainConfig) -> torch.optim.AdamW:
-    """AdamW with weight decay on every matrix (embeddings and LM head included), none on
-    biases and norm weights; fused kernel on CPU and CUDA."""
+def make_optimizer(model, cfg: TrainConfig) -> torch.optim.Optimizer:
+    """AdamW (decoupled weight decay) or SGD with momentum (``optimizer: sgd``; torch's weight
+    decay is then the coupled L2 term), with weight decay on every matrix (embeddings and LM
+    head included), none on biases and norm weights; fused kernels on CPU and CUDA.
+
+    SGD is there for one question (Paper A, A1): Adam normalises each coordinate's update, so a
+    rare token's row moves as far per update as a frequent one's; plain SGD does not."""
     decay = [p for p in model.parameters() if p.ndim >= 2]
     no_decay = [p for p in model.parameters() if p.ndim < 2]
+    groups = [
+        {"params": decay, "weight_decay": cfg.weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
+    if cfg.optimizer == "sgd":
+        return torch.optim.SGD(groups, lr=cfg.lr, momentum=cfg.momentum)
     return torch.optim.AdamW(
-        [
-            {"params": decay, "weight_decay": cfg.weight_decay},
-            {"params": no_decay, "weight_decay": 0.0},
-        ],
+        groups,
         lr=cfg.lr,
         betas=cfg.betas,
         eps=cfg.eps,
