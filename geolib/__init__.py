@@ -24,6 +24,10 @@ Measurements
     synthetic        point clouds with known geometry, to validate the metrics
     probes           residual states and loss gradients per layer; tangent subspaces, R_energy
     gradient_energy  the A4/A6/A7 analysis stage over checkpoints (tables)
+    residual         IsoScore* after removing a subspace, in the complement's coordinates
+    residual_isotropy  the A5 analysis stage over checkpoints, with its tautology references
+    frequency        per-type variance, embedding-row jitter and settling against frequency
+    frequency_collapse  the A1 (trained models) analysis stage: per-type tables and slopes
     geometry_performance  the B1–B5/B7 analysis stage over the sweep (tables)
     theory           Paper A's theory, one room per claim (curvature, collapse, gradients)
     stats            intervals, log-log fits, bootstrap: every number with its uncertainty

@@ -43,6 +43,10 @@ from geolib.frequency import (
 )
 from geolib.probes import layer_names, residual_states
 from geolib.runs import available_steps, read_run_info
+from geolib.stats import Association
+
+#: Within-type variance shares at or below this are float32 rounding of identical states.
+ROUNDING = 1e-9
 
 
 def held_out_windows(paths: list[str], seq_len: int) -> np.ndarray:
@@ -119,7 +123,9 @@ def analyse_run(run: str, p: dict[str, Any], train_counts: np.ndarray, windows, 
     per_layer = state_variances(model, windows, int(p["batch_size"]))
     for layer, acc in zip(layer_names(model), per_layer, strict=True):
         v = acc.within_variance(int(p["min_occurrences"]))
-        keep = np.isfinite(v) & (v > 0) & (counts >= max(min_train, 1))
+        # a share at rounding level is no variance (a decoder's layer 0 is the embedding row
+        # itself, the same vector at every occurrence)
+        keep = np.isfinite(v) & (v > ROUNDING) & (counts >= max(min_train, 1))
         ids = np.flatnonzero(keep)
         states += [
             {
@@ -157,7 +163,10 @@ def analyse_run(run: str, p: dict[str, Any], train_counts: np.ndarray, windows, 
     a = loglog_slope(freq[seen], jitter, n_boot=n_boot, level=level, seed=seed)
     fits.append(_fit_row(run, optimizer, "jitter", "embed", a, seen.size))
     bins += _bins_rows(run, "jitter", "embed", freq[seen], jitter, n_bins)
-    a = settle_spearman(freq[seen], settle.astype(float), n_boot=n_boot, level=level, seed=seed)
+    if np.unique(settle).size > 1:
+        a = settle_spearman(freq[seen], settle.astype(float), n_boot=n_boot, level=level, seed=seed)
+    else:  # every row settles at the same checkpoint: no correlation to estimate
+        a = Association(np.nan, np.nan, np.nan, level, int(seen.size), 0)
     fits.append(_fit_row(run, optimizer, "settle", "embed", a, seen.size))
     bins += _bins_rows(run, "settle", "embed", freq[seen], settle.astype(float), n_bins)
     log(

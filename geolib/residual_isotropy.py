@@ -33,6 +33,7 @@ import argparse
 import json
 import sys
 import time
+import warnings
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,7 @@ import numpy as np
 import torch
 
 from geolib.checkpoints import load
+from geolib.claims import INCONCLUSIVE, Threshold, Verdict
 from geolib.gradient_energy import (
     REFIT,
     _step_number,
@@ -60,10 +62,9 @@ from geolib.residual import (
     isoscore_of_covariance,
     residual_isoscore,
     shrink,
-    top_removal_isoscore,
+    top_removal_isoscore_near,
+    top_removal_isoscores,
 )
-
-GAUSSIAN = "gaussian"
 
 
 def _step_source(step: int) -> str:
@@ -112,29 +113,36 @@ def _sequence_moments(model, windows, batch_size, shifts) -> list[SequenceMoment
     return moments
 
 
-def gaussian_control(
-    cov: np.ndarray, n_eval: int, n_source: int, k: int, rng: np.random.Generator
+def gaussian_samples(
+    cov: np.ndarray, n_eval: int, n_source: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(C_g, T_g)``: the population covariance of ``n_eval`` Gaussian points with covariance
-    ``cov`` and the top-k subspace of an independent Gaussian sample of ``n_source`` points:
-    the refit measurement on points whose only structure is the spectrum."""
+    """Population covariances of two independent Gaussian samples with covariance ``cov``, of
+    ``n_eval`` and ``n_source`` points: the evaluation and source sets of the Gaussian control,
+    points whose only structure is the spectrum (no learned directions)."""
     lam, vec = np.linalg.eigh(cov)
     root = vec * np.sqrt(np.clip(lam, 0.0, None))
     d = cov.shape[0]
-    x = rng.standard_normal((n_eval, d)) @ root.T
-    y = rng.standard_normal((n_source, d)) @ root.T
-    c_g = np.cov(x, rowvar=False, ddof=0)
-    t_g = _top_subspaces(np.cov(y, rowvar=False), [k])[k]
-    return 0.5 * (c_g + c_g.T), t_g
+    out = []
+    for n in (n_eval, n_source):
+        x = rng.standard_normal((n, d)) @ root.T
+        c = np.cov(x, rowvar=False, ddof=0)
+        out.append(0.5 * (c + c.T))
+    return out[0], out[1]
 
 
-def _changes(s: np.ndarray, t: np.ndarray, controls: np.ndarray, k: int):
-    """``(base, d_t, d_n per control, d_max)`` for covariance(s) ``s`` ((d, d) or (B, d, d))."""
-    base = isoscore_of_covariance(s)
-    vals = residual_isoscore(s, np.concatenate([t[None], controls]))
-    top = top_removal_isoscore(s, k)
-    base_c = np.asarray(base)[..., None]
-    return base, vals[..., 0] - base, vals[..., 1:] - base_c, top - base
+def _removals(s: np.ndarray, base, t: np.ndarray, controls: np.ndarray):
+    """``(d_t, d_n per control)``: IsoScore changes from ``base`` for covariance(s) ``s``."""
+    vals = residual_isoscore(s, np.concatenate([t[None], controls])) - np.asarray(base)[..., None]
+    return vals[..., 0], vals[..., 1:]
+
+
+def _resampled(c_boot: np.ndarray, c0: np.ndarray, zeta: float, point: np.ndarray, k: int):
+    """``(shrunk covariances, their IsoScore*, top-k gain)`` of the bootstrap resamples; the
+    top-k subspaces by subspace iteration from that of ``point``, the unresampled one."""
+    sb = shrink(c_boot, c0, zeta)
+    base_b = isoscore_of_covariance(sb)
+    start = _top_subspaces(point, [k])[k]
+    return sb, base_b, top_removal_isoscore_near(sb, start) - base_b
 
 
 def analyse_run(
@@ -186,6 +194,24 @@ def analyse_run(
             c_boot = moments[li].covariance(boot)
             c0 = ref_cov[li].covariance(ddof=0)
             refit = _top_subspaces(src_cov[li].covariance(), ranks)
+            g_rng = np.random.default_rng([seed, step + 1, li, 99])
+            c_g, c_g_source = gaussian_samples(c, n_eval_tokens, n_source_tokens, g_rng)
+            refit_g = _top_subspaces(c_g_source, ranks)
+            # per zeta: the shrunk covariance, its IsoScore* and top-k references (all k from
+            # one eigendecomposition), for H and for the Gaussian control
+            per_zeta = {}
+            for zeta in zetas:
+                s, sg = shrink(c, c0, zeta), shrink(c_g, c0, zeta)
+                base, g_base = isoscore_of_covariance(s), isoscore_of_covariance(sg)
+                per_zeta[zeta] = (
+                    s,
+                    base,
+                    top_removal_isoscores(s, ranks),
+                    sg,
+                    g_base,
+                    top_removal_isoscores(sg, ranks),
+                )
+            boot_cache: dict[float, tuple] = {}
             for k in ranks:
                 if step in frozen_steps:
                     frozen[(step, layer, k)] = refit[k]
@@ -194,14 +220,29 @@ def analyse_run(
                     for s in frozen_steps
                     if s < step and (s, layer, k) in frozen
                 }
-                g_rng = np.random.default_rng([seed, step + 1, li, k, 99])
-                c_g, t_g = gaussian_control(c, n_eval_tokens, n_source_tokens, k, g_rng)
-                for name, t in sources.items():
-                    rng = np.random.default_rng([seed, step + 1, li, k, zlib.crc32(name.encode())])
-                    controls = complement_subspaces(t, n_controls, rng)
-                    for zeta in zetas:
-                        s = shrink(c, c0, zeta)
-                        base, d_t, d_n, d_max = _changes(s, t, controls, k)
+                controls = {
+                    name: complement_subspaces(
+                        t, n_controls, [seed, step + 1, li, k, zlib.crc32(name.encode())]
+                    )
+                    for name, t in sources.items()
+                }
+                g_controls = complement_subspaces(refit_g[k], n_controls, g_rng)
+                for zeta in zetas:
+                    s, base, tops, sg, g_base, g_tops = per_zeta[zeta]
+                    d_max = tops[k] - base
+                    gd_t, gd_n = _removals(sg, g_base, refit_g[k], g_controls)
+                    g_frac = float(gain_fraction(gd_t, np.median(gd_n), g_tops[k] - g_base))
+                    boot_names = [
+                        name
+                        for name in sources
+                        if k == key_rank and (zeta == main_zeta or name == _step_source(a5_source))
+                    ]
+                    if boot_names:
+                        if zeta not in boot_cache:
+                            boot_cache[zeta] = _resampled(c_boot, c0, zeta, s, key_rank)
+                        sb, base_b, d_max_b = boot_cache[zeta]
+                    for name, t in sources.items():
+                        d_t, d_n = _removals(s, base, t, controls[name])
                         row = {
                             "run": source,
                             "decoder": decoder,
@@ -220,19 +261,10 @@ def analyse_run(
                         }
                         row["fraction"] = float(gain_fraction(d_t, row["d_n"], d_max))
                         if name == REFIT:
-                            g_controls = complement_subspaces(t_g, n_controls, g_rng)
-                            sg = shrink(c_g, c0, zeta)
-                            _, gd_t, gd_n, gd_max = _changes(sg, t_g, g_controls, k)
-                            row["gaussian_fraction"] = float(
-                                gain_fraction(gd_t, np.median(gd_n), gd_max)
-                            )
-                        wanted = k == key_rank and (
-                            zeta == main_zeta or name == _step_source(a5_source)
-                        )
-                        if wanted:
-                            sb = shrink(c_boot, c0, zeta)
-                            _, bd_t, bd_n, bd_max = _changes(sb, t, controls, k)
-                            rep = Replicates(bd_t, np.median(bd_n, axis=1), bd_max)
+                            row["gaussian_fraction"] = g_frac
+                        if name in boot_names:
+                            bd_t, bd_n = _removals(sb, base_b, t, controls[name])
+                            rep = Replicates(bd_t, np.median(bd_n, axis=1), d_max_b)
                             result.replicates[(step, layer, zeta, name)] = rep
                             for col, vals in (
                                 ("d_t", rep.d_t),
@@ -256,21 +288,42 @@ def analyse_run(
 # ---------------------------------------------------------------------------------------------
 
 
+def _nan_median(a: np.ndarray, axis=None):
+    with warnings.catch_warnings():  # all-NaN slices are expected: their median is NaN
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmedian(a, axis=axis)
+
+
 def pooled_fraction(units: list[Replicates], point: list[float], level: float) -> dict[str, Any]:
     """Median ``fraction`` over units (NaN units, with nothing to explain, left out) with the
-    percentile interval of the per-resample medians (joint over units: shared weights)."""
+    percentile interval of the per-resample medians (joint over units: shared weights). All
+    units undefined: value and interval NaN."""
     if not units:
         raise ValueError("no units to pool")
-    boot = np.nanmedian(np.stack([u.fraction() for u in units]), axis=0)
-    low, high = np.nanquantile(boot, [(1 - level) / 2, (1 + level) / 2])
+    boot = _nan_median(np.stack([u.fraction() for u in units]), axis=0)
+    boot = boot[np.isfinite(boot)]
+    q = [(1 - level) / 2, (1 + level) / 2]
+    low, high = np.quantile(boot, q) if boot.size else (np.nan, np.nan)
     pts = np.asarray(point, dtype=np.float64)
     return {
-        "value": float(np.nanmedian(pts)),
+        "value": float(_nan_median(pts)),
         "low": float(low),
         "high": float(high),
         "n_units": len(units),
         "n_undefined": int(np.isnan(pts).sum()),
     }
+
+
+def decide_a5(rule: Threshold, pooled: dict[str, Any] | None) -> Verdict:
+    """The A5 rule on a pooled key number; inconclusive, with the reason, when no unit has a
+    top-k gain beyond its controls (the share is undefined: nothing to explain)."""
+    if pooled is None or not all(np.isfinite([pooled[k] for k in ("value", "low", "high")])):
+        return Verdict(
+            INCONCLUSIVE,
+            rule.describe(),
+            "undefined: no unit's top-k removal gains more than its normal controls",
+        )
+    return rule.decide(pooled["value"], pooled["low"], pooled["high"])
 
 
 def summarise(results: list[RunResult], p: dict[str, Any]) -> dict[str, Any]:
@@ -321,6 +374,17 @@ def summarise(results: list[RunResult], p: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _checkpoints(run: str, p: dict[str, Any]) -> list[str | int]:
+    """The run's checkpoints, or the listed ``steps`` of them (all must exist)."""
+    ckpts = checkpoints_of(run, p.get("revisions"))
+    if p.get("steps") is None:
+        return ckpts
+    missing = sorted(set(p["steps"]) - set(ckpts))
+    if missing:
+        raise ValueError(f"{run}: no checkpoints at steps {missing}; available: {ckpts}")
+    return [c for c in ckpts if c in set(p["steps"])]
+
+
 def run_stage(p: dict[str, Any], log=print) -> dict[str, Any]:
     """The whole analysis from the stage's parameters (merged over ``common``)."""
     import pandas as pd
@@ -332,10 +396,7 @@ def run_stage(p: dict[str, Any], log=print) -> dict[str, Any]:
     src, rest = split_windows(tokens, int(p["seq_len"]) + 1, n_src, n_ev + n_ref, int(p["seed"]))
     windows = {"source": src, "eval": rest[:n_ev], "reference": rest[n_ev:]}
     boot = bootstrap_weights(n_ev, int(p["n_boot"]), int(p["seed"]) + 11)
-    results = [
-        analyse_run(run, checkpoints_of(run, p.get("revisions")), windows, p, boot, log)
-        for run in p["runs"]
-    ]
+    results = [analyse_run(run, _checkpoints(run, p), windows, p, boot, log) for run in p["runs"]]
     pd.DataFrame([row for r in results for row in r.rows]).to_csv(
         out / "residual_isotropy.csv", index=False, float_format="%.6g"
     )

@@ -71,6 +71,24 @@ def test_top_removal_equals_removing_the_top_eigenvectors():
     assert np.allclose(top_removal_isoscore(stack, 2), top_removal_isoscore(c, 2))
 
 
+def test_warm_started_top_removal_matches_the_exact_one_on_resamples():
+    from geolib.residual import SequenceMoments, top_removal_isoscore_near
+
+    rng = np.random.default_rng(9)
+    mom = SequenceMoments(np.zeros(12))
+    scales = np.geomspace(6.0, 0.2, 12)
+    for _ in range(40):
+        mom.update(rng.standard_normal((30, 12)) * scales)
+    point = mom.covariance()
+    boot = mom.covariance(rng.multinomial(40, np.full(40, 1 / 40), size=25).astype(float))
+    for k in (1, 3):
+        near = top_removal_isoscore_near(boot, top_subspace(point, k))
+        exact = top_removal_isoscore(boot, k)
+        assert np.allclose(near, exact, atol=1e-9)
+    with pytest.raises(ValueError, match="stack"):
+        top_removal_isoscore_near(point, top_subspace(point, 1))
+
+
 def test_removing_the_top_subspace_raises_isoscore_by_construction():
     """The tautology: an isotropic cloud plus a spike; removing its top direction (fitted on the
     same points) raises IsoScore, whatever produced the spike."""
@@ -104,6 +122,20 @@ def test_planted_subspace_helps_only_when_it_carries_variance():
         assert bool(gain > gain_n + 0.05) == helps
     # the spike direction is also what the top-1 removal finds: the maximum
     assert residual_isoscore(cov, spike)[0] == pytest.approx(top_removal_isoscore(cov, 1))
+
+
+def test_top_removal_lowers_isoscore_of_nearly_isotropic_points():
+    """The top-k reference is no maximum for nearly isotropic states: isotropic but for one dead
+    direction, removing the top-k lowers IsoScore, random removals do better, and the share is
+    undefined."""
+    lam = np.ones(20)
+    lam[-1] = 0.0
+    cov = np.diag(lam)
+    before = isoscore_star_from(cov)
+    assert top_removal_isoscore(cov, 2) < before
+    ctrl = complement_subspaces(top_subspace(cov, 2), 20, np.random.default_rng(8))
+    d_n = np.median(residual_isoscore(cov, ctrl)) - before
+    assert np.isnan(gain_fraction(0.0, d_n, top_removal_isoscore(cov, 2) - before))
 
 
 def test_sequence_moments_reweighting_is_exact():
