@@ -364,6 +364,18 @@ def rule_from_params(spec: Mapping[str, Any]) -> Rule:
     return cls(**given)
 
 
+def decide_if_defined(
+    rule: Rule, estimate: Any, low: Any, high: Any, why_undefined: str
+) -> Verdict:
+    """``rule.decide(estimate, low, high)``, or ``inconclusive`` with ``why_undefined`` when the
+    key number or its interval is undefined (NaN, None): a statistic that the data leave
+    undefined at this scale decides nothing, and is said so rather than raising."""
+    values = [estimate, low, high]
+    if any(v is None for v in values) or not all(math.isfinite(float(v)) for v in values):
+        return Verdict(INCONCLUSIVE, rule.describe(), f"undefined: {why_undefined}")
+    return rule.decide(estimate, low, high)
+
+
 def combine_statuses(statuses: Iterable[str]) -> str:
     """The combined status of several evidence rows (or several checks within one chapter).
 

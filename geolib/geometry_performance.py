@@ -347,7 +347,10 @@ def analyse(
         "w_correlations": out / "w_correlations.csv",
         "h_correlations": out / "h_correlations.csv",
     }
-    table.to_csv(paths["models"], index=False, float_format="%.6g")
+    matched = [f"{q}_at_matched_loss" for q in ("w_erank", "h_erank")]
+    table.assign(**{c: work[c] for c in matched}).to_csv(
+        paths["models"], index=False, float_format="%.6g"
+    )
     pd.DataFrame(effects).to_csv(paths["effects"], index=False, float_format="%.6g")
     pd.DataFrame(interactions).to_csv(paths["interactions"], index=False, float_format="%.6g")
     u_shape(table[in_factorial]).to_csv(paths["u_shape"], index=False)

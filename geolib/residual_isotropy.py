@@ -43,7 +43,6 @@ import numpy as np
 import torch
 
 from geolib.checkpoints import load
-from geolib.claims import INCONCLUSIVE, Threshold, Verdict
 from geolib.gradient_energy import (
     REFIT,
     _step_number,
@@ -312,18 +311,6 @@ def pooled_fraction(units: list[Replicates], point: list[float], level: float) -
         "n_units": len(units),
         "n_undefined": int(np.isnan(pts).sum()),
     }
-
-
-def decide_a5(rule: Threshold, pooled: dict[str, Any] | None) -> Verdict:
-    """The A5 rule on a pooled key number; inconclusive, with the reason, when no unit has a
-    top-k gain beyond its controls (the share is undefined: nothing to explain)."""
-    if pooled is None or not all(np.isfinite([pooled[k] for k in ("value", "low", "high")])):
-        return Verdict(
-            INCONCLUSIVE,
-            rule.describe(),
-            "undefined: no unit's top-k removal gains more than its normal controls",
-        )
-    return rule.decide(pooled["value"], pooled["low"], pooled["high"])
 
 
 def summarise(results: list[RunResult], p: dict[str, Any]) -> dict[str, Any]:

@@ -323,3 +323,16 @@ def test_bad_claims(tmp_path):
     (tmp_path / "e.json").write_text(json.dumps([{"claim_id": "A1", "colour": "red"}]))
     with pytest.raises(ValueError, match="bad claim row"):
         read_claims([tmp_path / "e.json"])
+
+
+def test_decide_if_defined():
+    from geolib.claims import decide_if_defined
+
+    rule = rule_from_params(
+        {"rule": "threshold", "threshold": 0.5, "no_effect": 0.0, "reason": "r"}
+    )
+    assert decide_if_defined(rule, 0.8, 0.6, 0.9, "x").status == "reproduced"
+    assert decide_if_defined(rule, 0.3, 0.1, 0.4, "x").status == "partly"
+    v = decide_if_defined(rule, float("nan"), float("nan"), float("nan"), "nothing to explain")
+    assert v.status == "inconclusive" and v.reason == "undefined: nothing to explain"
+    assert decide_if_defined(rule, 0.8, None, 0.9, "x").status == "inconclusive"

@@ -11,7 +11,6 @@ import pytest
 import torch
 
 from geolib import residual_isotropy as ri
-from geolib.claims import rule_from_params
 from geolib.models import ModelConfig
 from geolib.residual_isotropy import Replicates
 from geolib.train import TrainConfig, train
@@ -41,17 +40,6 @@ def test_pooled_fraction_is_the_median_over_units_with_a_joint_interval():
         ri.pooled_fraction([], [], 0.95)
     undefined = ri.pooled_fraction([nothing], [np.nan], 0.95)
     assert np.isnan(undefined["value"]) and np.isnan(undefined["low"])
-
-
-def test_decide_a5():
-    rule = rule_from_params(
-        {"rule": "threshold", "threshold": 0.5, "no_effect": 0.0, "reason": "r"}
-    )
-    assert ri.decide_a5(rule, {"value": 0.8, "low": 0.6, "high": 0.9}).status == "reproduced"
-    assert ri.decide_a5(rule, {"value": 0.3, "low": 0.1, "high": 0.4}).status == "partly"
-    undefined = ri.decide_a5(rule, {"value": np.nan, "low": np.nan, "high": np.nan})
-    assert undefined.status == "inconclusive" and "undefined" in undefined.reason
-    assert ri.decide_a5(rule, None).status == "inconclusive"
 
 
 @pytest.fixture(scope="module")
@@ -130,3 +118,11 @@ def test_stage_on_tiny_runs(tiny_runs, tmp_path):
     assert saved["a5"]["n_units"] == 8
     assert saved["refit_step0"]["n_units"] == 4
     assert summary["a5"] == saved["a5"]
+
+
+def test_steps_subset_of_a_run(tiny_runs):
+    run = str(tiny_runs / "pythia")
+    assert ri._checkpoints(run, {"steps": None}) == [0, 1, 2, 4, 8]
+    assert ri._checkpoints(run, {"steps": [8, 0, 2]}) == [0, 2, 8]
+    with pytest.raises(ValueError, match=r"no checkpoints at steps \[3\]"):
+        ri._checkpoints(run, {"steps": [0, 3]})
