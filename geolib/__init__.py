@@ -19,6 +19,7 @@ Models and runs
     sweep            Paper B's hyperparameter grid: points, their runs, progress
     sweep_measure    what the sweep measures per model: geometry of W and H, ID/OOD losses
     sweep_submit     the sweep on a cluster: one SLURM job per point through submitit
+    forgetting       each sweep model fine-tuned on a new domain: gain and forgetting (B8)
 Measurements
     metrics          effective rank, IsoScore(*), cosine, partition isotropy (numpy/torch)
     synthetic        point clouds with known geometry, to validate the metrics
