@@ -20,6 +20,7 @@ Models and runs
     sweep_measure    what the sweep measures per model: geometry of W and H, ID/OOD losses
     sweep_submit     the sweep on a cluster: one SLURM job per point through submitit
     forgetting       each sweep model fine-tuned on a new domain: gain and forgetting (B8)
+    saturation       parallel against sequential blocks trained long: degradation, rank (B6)
 Measurements
     metrics          effective rank, IsoScore(*), cosine, partition isotropy (numpy/torch)
     synthetic        point clouds with known geometry, to validate the metrics
