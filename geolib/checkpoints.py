@@ -107,9 +107,46 @@ def check_safetensors(path: str | Path) -> None:
 
 def _check_config(path: Path) -> dict[str, Any]:
     try:
-        return json.loads(path.read_text())
+        config = json.loads(path.read_text())
     except (ValueError, UnicodeDecodeError) as exc:
         raise CorruptCheckpointError(f"corrupt checkpoint file {path}: {exc}") from exc
+    if not isinstance(config, dict):
+        raise CorruptCheckpointError(
+            f"corrupt checkpoint file {path}: expected a JSON object, got {type(config).__name__}"
+        )
+    return config
+
+
+def _strict(loaded, where: str):
+    """The model of ``from_pretrained(..., output_loading_info=True)``, or an error naming the
+    weights the file lacks, the ones the model does not know and the ones of another shape: a
+    config edited to fewer layers or another architecture must not yield a partly random
+    model (transformers only prints a load report)."""
+    model, info = loaded
+    problems = {
+        "missing (left at random initialisation)": sorted(info.get("missing_keys") or []),
+        "unexpected (in the file, not in the model)": sorted(info.get("unexpected_keys") or []),
+        "of another shape": sorted(str(k) for k in info.get("mismatched_keys") or []),
+    }
+    bad = {k: v for k, v in problems.items() if v}
+    if bad:
+        detail = "; ".join(
+            f"{len(v)} weights {k}: {', '.join(v[:6])}{' …' if len(v) > 6 else ''}"
+            for k, v in bad.items()
+        )
+        raise CorruptCheckpointError(f"{where}: the weights do not match the config: {detail}")
+    return model
+
+
+def _tokenizer(folder: Path):
+    """The tokenizer saved in ``folder``, or an error naming the folder and its files."""
+    try:
+        return AutoTokenizer.from_pretrained(folder)
+    except Exception as exc:  # noqa: BLE001 - re-raised with the folder named
+        files = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+        raise CorruptCheckpointError(
+            f"cannot read the tokenizer in {folder} (files: {files}): {' '.join(str(exc).split())}"
+        ) from exc
 
 
 # ----------------------------------------------------------------------------- hub cache
@@ -190,22 +227,28 @@ def load_run(
     from ``run_dir/tokenizer`` (``None`` if the run was trained without one)."""
     run_dir = Path(run_dir)
     folder = checkpoint_dir(run_dir, step)
-    config = _check_config(folder / CONFIG_FILE)
-    check_safetensors(folder / WEIGHT_FILE)
-    cls = _model_class(config.get("architectures"))
     try:
-        with quiet_progress():
-            model = cls.from_pretrained(
-                folder, dtype=dtype, attn_implementation=attn_implementation
-            )
-    except Exception as exc:  # noqa: BLE001 - re-raised with the file named
-        raise CorruptCheckpointError(
-            f"cannot load checkpoint {folder / WEIGHT_FILE}: {exc}; "
-            f"available steps: {available_steps(run_dir)}"
-        ) from exc
+        config = _check_config(folder / CONFIG_FILE)
+        check_safetensors(folder / WEIGHT_FILE)
+        cls = _model_class(config.get("architectures"))
+        try:
+            with quiet_progress():
+                loaded = cls.from_pretrained(
+                    folder,
+                    dtype=dtype,
+                    attn_implementation=attn_implementation,
+                    output_loading_info=True,
+                )
+        except Exception as exc:  # noqa: BLE001 - re-raised with the file named
+            raise CorruptCheckpointError(
+                f"cannot load checkpoint {folder / WEIGHT_FILE}: {exc}"
+            ) from exc
+        model = _strict(loaded, str(folder))
+    except CorruptCheckpointError as exc:
+        raise CorruptCheckpointError(f"{exc}; available steps: {available_steps(run_dir)}") from exc
     tok = None
     if tokenizer and (run_dir / "tokenizer").is_dir():
-        tok = AutoTokenizer.from_pretrained(run_dir / "tokenizer")
+        tok = _tokenizer(run_dir / "tokenizer")
     return _finish(model, device, eval_mode), tok
 
 
@@ -257,13 +300,18 @@ def load_hub(
         check_safetensors(cached_weights)
     try:
         with quiet_progress():
-            model = _model_class(config.architectures).from_pretrained(
-                repo_id, dtype=dtype, attn_implementation=attn_implementation, **kw
+            loaded = _model_class(config.architectures).from_pretrained(
+                repo_id,
+                dtype=dtype,
+                attn_implementation=attn_implementation,
+                output_loading_info=True,
+                **kw,
             )
     except OSError as exc:
         raise fail("weights", exc) from exc
     except Exception as exc:  # noqa: BLE001 - corrupt file deep inside transformers
         raise fail("weights", exc, CorruptCheckpointError) from exc
+    model = _strict(loaded, f"{repo_id} at revision {rev!r}")
     tok = None
     if tokenizer:
         try:
@@ -296,6 +344,12 @@ def load(source: str | Path, step_or_revision: int | str | None = None, **kwargs
         raise MissingCheckpointError(f"{path} is neither a run directory nor a model folder")
     if isinstance(source, Path) or not re.fullmatch(r"[\w.-]+/[\w.-]+", str(source)):
         raise MissingCheckpointError(f"no run directory {path} (and it is not a hub id)")
+    if path.parent.is_dir():  # "runs/pyhtia" beside runs/: a mistyped run, not a hub id
+        local = sorted(p.name for p in path.parent.iterdir() if p.is_dir() and is_run_dir(p))
+        raise MissingCheckpointError(
+            f"no run directory {path}; {path.parent}/ holds the runs {local}. (A hub id whose "
+            f"organisation is also a local folder: rename or move the folder {path.parent}.)"
+        )
     try:
         return load_hub(str(source), step_or_revision, **kwargs)
     except MissingCheckpointError as exc:
@@ -311,10 +365,12 @@ def _load_folder(folder: Path, *, tokenizer: bool = True, **kwargs):
     kwargs.setdefault("dtype", torch.float32)
     kwargs.setdefault("attn_implementation", "sdpa")
     with quiet_progress():
-        model = cls.from_pretrained(folder, **kwargs)
+        model = _strict(
+            cls.from_pretrained(folder, output_loading_info=True, **kwargs), str(folder)
+        )
     tok = None
     if tokenizer and any(
         (folder / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json")
     ):
-        tok = AutoTokenizer.from_pretrained(folder)
+        tok = _tokenizer(folder)
     return _finish(model, device, eval_mode), tok

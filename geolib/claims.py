@@ -421,6 +421,12 @@ class Claim:
     rule: str = ""
 
     def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if not isinstance(value, str):
+                raise ValueError(
+                    f"claim field {f.name!r} must be a string, got {type(value).__name__} {value!r}"
+                )
         if self.claim_id not in CLAIMS:
             raise ValueError(f"unknown claim {self.claim_id!r}; known: {', '.join(CLAIMS)}")
         if self.status not in STATUSES:
@@ -446,13 +452,16 @@ def read_claims(paths: Iterable[str | Path]) -> dict[str, list[Claim]]:
     table: dict[str, list[Claim]] = {cid: [] for cid in CLAIMS}
     seen: dict[tuple[str, str], Path] = {}
     for path in map(Path, paths):
-        rows = json.loads(path.read_text())
+        try:
+            rows = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, ValueError) as err:
+            raise ValueError(f"{path}: cannot read the claim rows: {err}") from None
         if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
             raise ValueError(f"{path}: expected a JSON list of claim objects")
         for row in rows:
             try:
                 claim = Claim(**row)
-            except TypeError as err:
+            except (TypeError, ValueError) as err:
                 raise ValueError(f"{path}: bad claim row {row!r}: {err}") from None
             key = (claim.claim_id, claim.chapter)
             if key in seen:

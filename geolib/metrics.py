@@ -621,7 +621,14 @@ def isoscore_star_from_cov(C: ArrayLike, C0: ArrayLike | None = None, zeta: floa
 
 
 def _shrinkage_target(C0: ArrayLike | None, d: int) -> np.ndarray | None:
-    return None if C0 is None else _validate_cov(C0, "C0", dim=d)
+    """``C0`` checked: square of dimension ``d``, symmetric and positive semidefinite (a
+    covariance); a target that is not would make IsoScore* of a valid ``C`` meaningless even
+    when the shrunk matrix happens to stay PSD."""
+    if C0 is None:
+        return None
+    c0 = _validate_cov(C0, "C0", dim=d)
+    _cov_eigenvalues(c0, "C0")  # raises if clearly not PSD
+    return c0
 
 
 def _shrunk_isoscore(

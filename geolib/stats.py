@@ -53,7 +53,9 @@ def mean_ci(values: np.ndarray | list[float], level: float = 0.95) -> Estimate:
 
     Needs at least two finite values: one repeat has no spread to estimate.
     """
-    v = np.asarray(values, dtype=np.float64).ravel()
+    v = np.asarray(values, dtype=np.float64)
+    if v.ndim != 1:
+        raise ValueError(f"values must be one-dimensional (one per repeat), got shape {v.shape}")
     if v.size < 2:
         raise ValueError(f"need at least 2 repeats for an interval, got {v.size}")
     if not np.all(np.isfinite(v)):

@@ -151,6 +151,64 @@ def test_corrupt_checkpoint_named(runs, tmp_path):
     check_safetensors(runs["pythia"] / "step-5" / "model.safetensors")  # the original is fine
 
 
+def test_integrity_errors_list_the_available_steps(runs, tmp_path):
+    run = _copy_run(runs["pythia"], tmp_path / "run")
+    weights = run / "step-5" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-10])
+    with pytest.raises(CorruptCheckpointError, match=r"available steps: \[0, 1, 2, 5, 6\]"):
+        load(run, 5)
+
+
+def test_a_config_edited_to_fewer_layers_or_another_architecture_is_refused(runs, tmp_path):
+    import json
+
+    run = _copy_run(runs["pythia"], tmp_path / "run")
+    config = run / "step-6" / "config.json"
+    original = json.loads(config.read_text())
+    n = original["num_hidden_layers"]
+    config.write_text(json.dumps({**original, "num_hidden_layers": n + 1}))  # a random block
+    with pytest.raises(CorruptCheckpointError, match=rf"missing .*layers\.{n}\."):
+        load(run, 6)
+    if n > 1:
+        config.write_text(json.dumps({**original, "num_hidden_layers": n - 1}))
+        with pytest.raises(CorruptCheckpointError, match=rf"unexpected .*layers\.{n - 1}\."):
+            load(run, 6)
+    bert = json.loads((runs["bert"] / "step-6" / "config.json").read_text())
+    config.write_text(json.dumps(bert))  # another architecture entirely
+    with pytest.raises(CorruptCheckpointError, match=r"missing .*available steps"):
+        load(run, 6)
+
+
+def test_valid_json_of_the_wrong_shape_raises_the_modules_error(runs, tmp_path):
+    run = _copy_run(runs["pythia"], tmp_path / "run")
+    config = run / "step-1" / "config.json"
+    config.write_text("[1, 2, 3]")
+    with pytest.raises(CorruptCheckpointError, match=r"expected a JSON object, got list"):
+        load(run, 1)
+
+
+def test_a_corrupt_tokenizer_names_the_file(runs, tmp_path):
+    run = _copy_run(runs["pythia"], tmp_path / "run")
+    (run / "tokenizer" / "tokenizer.json").write_text("{broken")
+    with pytest.raises(CorruptCheckpointError, match=rf"tokenizer in {run / 'tokenizer'}"):
+        load(run, 1)
+
+
+def test_a_mistyped_local_run_is_not_sent_to_the_hub(runs, tmp_path, monkeypatch):
+    import geolib.checkpoints as ck
+
+    root = tmp_path / "runs"
+    _copy_run(runs["pythia"], root / "pythia")
+
+    def no_hub(*_a, **_k):
+        raise AssertionError("sent to the hub")
+
+    monkeypatch.setattr(ck, "load_hub", no_hub)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(MissingCheckpointError, match=r"no run directory runs/pyhtia.*\['pythia'\]"):
+        load("runs/pyhtia")
+
+
 # ----------------------------------------------------------------------------- hub, offline
 
 

@@ -336,3 +336,22 @@ def test_decide_if_defined():
     v = decide_if_defined(rule, float("nan"), float("nan"), float("nan"), "nothing to explain")
     assert v.status == "inconclusive" and v.reason == "undefined: nothing to explain"
     assert decide_if_defined(rule, 0.8, None, 0.9, "x").status == "inconclusive"
+
+
+def test_claim_rows_are_validated_when_written_and_escaped_when_rendered(tmp_path):
+    from geolib.claims import Claim, claims_markdown, read_claims, write_claims
+
+    with pytest.raises(ValueError, match="key_number.*must be a string, got float"):
+        Claim("A1", "reproduced", 0.5, "chapter")
+    path = write_claims(tmp_path / "c.json", [Claim("A1", "reproduced", "a | b\nc", "ch")])
+    md = claims_markdown(read_claims([path]))
+    row = next(line for line in md.splitlines() if line.startswith("| **A1**"))
+    assert "a \\| b c" in row and row.count("\n") == 0
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"claim_id": "A1", "status": "reproduced", "key_number": 3, "chapter": "x"}]')
+    with pytest.raises(ValueError, match=rf"{bad}: bad claim row"):
+        read_claims([bad])
+    broken = tmp_path / "broken.json"
+    broken.write_text("[{")
+    with pytest.raises(ValueError, match=rf"{broken}: cannot read the claim rows"):
+        read_claims([broken])

@@ -677,3 +677,14 @@ def test_streaming_covariance_bad_use() -> None:
         acc.merge(M.StreamingCovariance(4))
     with pytest.raises(ValueError, match="non-negative integer"):
         acc.covariance(ddof=-1)
+
+
+def test_isoscore_star_refuses_a_target_that_is_not_a_covariance() -> None:
+    """Even where the shrunk matrix stays positive semidefinite (small zeta)."""
+    rng = np.random.default_rng(0)
+    c0 = np.eye(4)
+    c0[0, 0] = -0.2
+    with pytest.raises(ValueError, match="C0 is not positive semidefinite"):
+        M.isoscore_star(rng.standard_normal((50, 4)), C0=c0, zeta=0.1)
+    with pytest.raises(ValueError, match="C0 is not positive semidefinite"):
+        M.isoscore_star_from_cov(np.eye(4), C0=c0, zeta=0.1)

@@ -235,3 +235,10 @@ def test_association_bad_input():
         bootstrap_association(spearman, [1, 2, 3, 4], [1, 2, 3, 4], n_boot=10)
     with pytest.raises(ValueError, match="undefined"):
         bootstrap_association(spearman, [1, 1, 1, 2], [1, 2, 3, 4], n_boot=200, seed=0)
+
+
+def test_mean_ci_refuses_two_dimensional_input():
+    from geolib.stats import mean_ci
+
+    with pytest.raises(ValueError, match="one-dimensional"):
+        mean_ci(np.ones((3, 2)))

@@ -548,3 +548,10 @@ def test_ball_selection_scan_matches_closed_forms():
     assert _inside(scan.fit_geodesic, 2.0, 0.1) and _inside(scan.fit_chord, 2.0, 0.1)
     with pytest.raises(ValueError, match="radii"):
         scans.ball_selection_scan(1.0, [0.1, 0.2])
+
+
+def test_predicted_ratio_refuses_impossible_moments():
+    """E[t⁴] >= E[t²]²: below it the predicted 'variance' would be negative."""
+    with pytest.raises(ValueError, match="impossible moments"):
+        th.predicted_ratio_from_moments(1.0, 1.0, 0.5)
+    assert th.predicted_ratio_from_moments(1.0, 1.0, 1.0) == 0.0  # a fixed radius: no spread

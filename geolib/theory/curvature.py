@@ -423,7 +423,9 @@ def predicted_ratio_from_moments(kappa: float, m2: float, m4: float) -> float:
     k = check.kappa_value(kappa)
     m2 = check.scalar("m2", m2, low=0.0, strict=True)
     m4 = check.scalar("m4", m4, low=0.0)
-    return k**2 * (m4 - m2**2) / (4.0 * m2)
+    if m4 < m2**2 * (1.0 - 1e-12):  # Jensen: E[t⁴] >= E[t²]²; below it Var(t²) would be < 0
+        raise ValueError(f"impossible moments: m4 = {m4:g} < m2² = {m2**2:g} (E[t⁴] >= E[t²]²)")
+    return k**2 * max(m4 - m2**2, 0.0) / (4.0 * m2)
 
 
 def predicted_normal_variance_ratio(kappa: float, t: Any, centre: str = "origin") -> float:
