@@ -30,3 +30,29 @@ def fake_pypi(monkeypatch, tmp_path):
 
     monkeypatch.setitem(acquire._DOWNLOADERS, "pypi", download)
     return calls
+
+
+@pytest.fixture(scope="session")
+def decoder_and_encoder_runs(tmp_path_factory):
+    """Two tiny trained runs, ``pythia`` and ``bert`` (40% masking), with a tokenizer, a
+    training token file and a held-out ``val.npy``: the runs the checkpoint-analysis stages
+    (gradient energy, residual isotropy) are tested on."""
+    import numpy as np
+
+    from tests.test_checkpoints import V, make_tokenizer
+    from tests.tiny import train_tiny
+
+    root = tmp_path_factory.mktemp("runs2")
+    tok = make_tokenizer(root / "tokenizer")
+    rng = np.random.default_rng(0)
+    np.save(root / "train.npy", rng.integers(3, V, 6000).astype(np.uint16))
+    np.save(root / "val.npy", rng.integers(3, V, 4000).astype(np.uint16))
+    for family in ("pythia", "bert"):
+        train_tiny(
+            root / family,
+            tokenizer=tok,
+            train_tokens=root / "train.npy",
+            family=family,
+            mask_prob=0.3,
+        )
+    return root

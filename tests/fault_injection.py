@@ -24,25 +24,18 @@ CAUGHT, RECOVERED, RAW, SILENT = "caught", "recovered", "raw", "silent"
 
 
 def _tiny_run(root: Path) -> Path:
-    from geolib.models import ModelConfig
-    from geolib.train import TrainConfig, train
     from tests.test_checkpoints import V, make_tokenizer
+    from tests.tiny import train_tiny
 
     tok = make_tokenizer(root / "tokenizer")
     np.save(root / "train.npy", np.random.default_rng(0).integers(3, V, 4000).astype(np.uint16))
-    cfg = TrainConfig(
-        model=ModelConfig(family="pythia", d_model=16, n_layers=2, n_heads=2, d_ff=32, context=16),
-        train_tokens=str(root / "train.npy"),
-        val_tokens=None,
-        tokenizer=str(tok),
-        batch_size=4,
-        seq_len=16,
+    return train_tiny(
+        root / "run",
+        tokenizer=tok,
+        train_tokens=root / "train.npy",
         total_steps=6,
         checkpoint_every=5,
-        log_max=2,
     )
-    train(cfg, root / "run", progress=False)
-    return root / "run"
 
 
 def expect_error(call: Callable[[], object], kind: type, names: str) -> str:

@@ -9,9 +9,8 @@ import numpy as np
 import pytest
 
 from geolib import forgetting as fg
-from geolib.models import ModelConfig
-from geolib.train import TrainConfig, train
 from tests.test_checkpoints import V, make_tokenizer
+from tests.tiny import train_tiny
 
 
 def test_split_domain_is_disjoint_and_ordered():
@@ -42,18 +41,16 @@ def tiny_run(tmp_path_factory):
     np.save(
         root / "domain.npy", rng.integers(3, 20, 4000).astype(np.uint16)
     )  # another distribution
-    cfg = TrainConfig(
-        model=ModelConfig(family="olmo", d_model=16, n_layers=1, n_heads=2, d_ff=32, context=16),
-        train_tokens=str(root / "train.npy"),
-        val_tokens=None,
-        tokenizer=str(tok),
-        batch_size=4,
-        seq_len=16,
+    train_tiny(
+        root / "runs" / "point",
+        tokenizer=tok,
+        train_tokens=root / "train.npy",
+        family="olmo",
+        n_layers=1,
         total_steps=20,
         checkpoint_every=20,
         log_max=1,
     )
-    train(cfg, root / "runs" / "point", progress=False)
     return root
 
 

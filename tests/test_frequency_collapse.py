@@ -11,9 +11,8 @@ import pytest
 import torch
 
 from geolib import frequency_collapse as fc
-from geolib.models import ModelConfig
-from geolib.train import TrainConfig, train
 from tests.test_checkpoints import V, make_tokenizer
+from tests.tiny import train_tiny
 
 
 def test_held_out_windows(tmp_path):
@@ -68,22 +67,14 @@ def tiny_runs(tmp_path_factory):
     np.save(root / "train.npy", zipf[:12_000])
     np.save(root / "val.npy", zipf[12_000:])
     for name, opt, lr in (("adamw", "adamw", 2e-3), ("sgd", "sgd", 0.1)):
-        cfg = TrainConfig(
-            model=ModelConfig(
-                family="olmo", d_model=16, n_layers=2, n_heads=2, d_ff=32, context=16
-            ),
-            train_tokens=str(root / "train.npy"),
-            val_tokens=None,
-            tokenizer=str(tok),
-            batch_size=4,
-            seq_len=16,
-            total_steps=8,
-            checkpoint_every=4,
-            log_max=2,
+        train_tiny(
+            root / name,
+            tokenizer=tok,
+            train_tokens=root / "train.npy",
+            family="olmo",
             optimizer=opt,
             lr=lr,
         )
-        train(cfg, root / name, progress=False)
     return root
 
 

@@ -11,8 +11,6 @@ import pytest
 import torch
 
 from geolib import gradient_energy as ge
-from geolib.models import ModelConfig
-from geolib.train import TrainConfig, train
 from tests.test_checkpoints import V, make_tokenizer
 
 
@@ -93,30 +91,8 @@ def test_pooled_statistics_on_known_ratios():
 
 
 @pytest.fixture(scope="module")
-def tiny_runs(tmp_path_factory):
-    root = tmp_path_factory.mktemp("ge")
-    tok = make_tokenizer(root / "tokenizer")
-    rng = np.random.default_rng(0)
-    np.save(root / "train.npy", rng.integers(3, V, 6000).astype(np.uint16))
-    np.save(root / "val.npy", rng.integers(3, V, 3000).astype(np.uint16))
-    for family in ("pythia", "bert"):
-        d_ff = 32
-        cfg = TrainConfig(
-            model=ModelConfig(
-                family=family, d_model=16, n_layers=2, n_heads=2, d_ff=d_ff, context=16
-            ),
-            train_tokens=str(root / "train.npy"),
-            val_tokens=None,
-            tokenizer=str(tok),
-            batch_size=4,
-            seq_len=16,
-            total_steps=8,
-            checkpoint_every=4,
-            log_max=2,
-            mask_prob=0.3,
-        )
-        train(cfg, root / family, progress=False)
-    return root
+def tiny_runs(decoder_and_encoder_runs):
+    return decoder_and_encoder_runs
 
 
 def test_stage_on_tiny_runs(tiny_runs, tmp_path):
@@ -209,7 +185,7 @@ def test_training_mask_prob(tiny_runs):
 def test_hub_revisions_offline_with_a_duplicate(tmp_path, monkeypatch):
     """The paper-scale path: a hub id at revisions, read from a hand-built offline HF cache;
     two revisions with byte-identical weights (as Pythia's step0 and step1) are flagged."""
-    from geolib.models import build_model, quiet_progress
+    from geolib.models import ModelConfig, build_model, quiet_progress
     from tests.test_checkpoints import make_hub_cache
 
     cfg = ModelConfig(family="pythia", d_model=16, n_layers=2, n_heads=2, d_ff=32, context=16)

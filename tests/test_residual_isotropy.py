@@ -11,10 +11,7 @@ import pytest
 import torch
 
 from geolib import residual_isotropy as ri
-from geolib.models import ModelConfig
 from geolib.residual_isotropy import Replicates
-from geolib.train import TrainConfig, train
-from tests.test_checkpoints import V, make_tokenizer
 
 
 def test_gaussian_samples_have_the_given_covariance():
@@ -43,29 +40,8 @@ def test_pooled_fraction_is_the_median_over_units_with_a_joint_interval():
 
 
 @pytest.fixture(scope="module")
-def tiny_runs(tmp_path_factory):
-    root = tmp_path_factory.mktemp("ri")
-    tok = make_tokenizer(root / "tokenizer")
-    rng = np.random.default_rng(0)
-    np.save(root / "train.npy", rng.integers(3, V, 6000).astype(np.uint16))
-    np.save(root / "val.npy", rng.integers(3, V, 4000).astype(np.uint16))
-    for family in ("pythia", "bert"):
-        cfg = TrainConfig(
-            model=ModelConfig(
-                family=family, d_model=16, n_layers=2, n_heads=2, d_ff=32, context=16
-            ),
-            train_tokens=str(root / "train.npy"),
-            val_tokens=None,
-            tokenizer=str(tok),
-            batch_size=4,
-            seq_len=16,
-            total_steps=8,
-            checkpoint_every=4,
-            log_max=2,
-            mask_prob=0.3,
-        )
-        train(cfg, root / family, progress=False)
-    return root
+def tiny_runs(decoder_and_encoder_runs):
+    return decoder_and_encoder_runs
 
 
 def test_stage_on_tiny_runs(tiny_runs, tmp_path):

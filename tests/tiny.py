@@ -1,0 +1,40 @@
+"""A tiny trained run for stage tests: d = 16, a few steps, checkpoints every few steps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from geolib.models import ModelConfig
+from geolib.train import TrainConfig, train
+
+
+def train_tiny(
+    run_dir: Path,
+    *,
+    tokenizer: Path,
+    train_tokens: Path,
+    family: str = "pythia",
+    n_layers: int = 2,
+    total_steps: int = 8,
+    checkpoint_every: int = 4,
+    log_max: int = 2,
+    **overrides,
+) -> Path:
+    """Train a 16-wide model of ``family`` into ``run_dir`` (batch 4 × 16 tokens); ``overrides``
+    are further ``TrainConfig`` fields (``mask_prob``, ``optimizer``, ``lr`` …)."""
+    cfg = TrainConfig(
+        model=ModelConfig(
+            family=family, d_model=16, n_layers=n_layers, n_heads=2, d_ff=32, context=16
+        ),
+        train_tokens=str(train_tokens),
+        val_tokens=None,
+        tokenizer=str(tokenizer),
+        batch_size=4,
+        seq_len=16,
+        total_steps=total_steps,
+        checkpoint_every=checkpoint_every,
+        log_max=log_max,
+        **overrides,
+    )
+    train(cfg, run_dir, progress=False)
+    return run_dir
