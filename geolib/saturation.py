@@ -20,7 +20,9 @@ windows would make the difference non-negative by construction. **Rank collapse*
 
 **Repetition.** A rise of validation loss under repeated data is overfitting, not saturation;
 the design keeps every run below one epoch of the training split (the epoch count at every
-checkpoint is in the tables), so repetition cannot explain a late rise here.
+checkpoint is in the tables), and every checkpoint also measures windows the run trained on
+before the late span (:func:`seen_windows`, the sampler replayed) next to never-seen
+validation windows: a model that fit what it saw better than new text would show it there.
 """
 
 from __future__ import annotations
@@ -120,6 +122,24 @@ def measure_checkpoint(
     return losses, sigma, h_rank
 
 
+def seen_windows(cfg, tokens: np.ndarray, steps: int, n: int) -> np.ndarray:
+    """``n`` of the windows a decoder run trained on in its first ``steps`` steps, evenly
+    spaced in training order, ``(n, seq_len + 1)``: the training loop's window sampler replayed
+    from its seed (``train`` draws one ``sample_windows`` batch per step from
+    ``default_rng(cfg.seed)``; a test checks the replay against a run's logged loss)."""
+    from geolib.train import sample_windows
+
+    if not cfg.model.is_decoder:
+        raise ValueError("seen windows are replayed for decoder runs only")
+    if steps < 1 or n < 1 or n > steps * cfg.batch_size:
+        raise ValueError(f"cannot take {n} windows from {steps} steps of {cfg.batch_size}")
+    rng = np.random.default_rng(cfg.seed)
+    drawn = np.concatenate(
+        [sample_windows(tokens, rng, cfg.batch_size, cfg.seq_len + 1) for _ in range(steps)]
+    )
+    return drawn[np.linspace(0, len(drawn) - 1, n).round().astype(np.int64)]
+
+
 def _erank_from_sigma(sigma: np.ndarray) -> float:
     p = sigma / sigma.sum()
     p = p[p > 0]
@@ -152,6 +172,12 @@ def run_point(params_path: str | Path, name: str) -> dict[str, Any]:
         "id_select": fixed_windows(val[:half], int(m["n_select_seqs"]), length),
         "id_eval": fixed_windows(val[half:], int(m["n_eval_seqs"]), length),
     }
+    # windows trained on before the late span: their loss next to the never-seen ones shows
+    # whether the model fits what it saw better than new text (memorisation, not saturation)
+    early = int(float(spec["second_half_from"]) * cfg.total_steps)
+    windows["id_seen"] = seen_windows(
+        cfg, load_tokens(cfg.train_tokens, vocab), early, int(m["n_eval_seqs"])
+    )
     for path in m["ood"]:
         windows[Path(path).parent.name] = fixed_windows(
             load_tokens(path, vocab), int(m["n_eval_seqs"]), length

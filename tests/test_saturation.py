@@ -130,3 +130,34 @@ def test_rank_drop_and_bad_input():
         seed=0,
     )
     assert best == 30 and d.value == 0.0  # the final checkpoint is the best: no degradation
+
+
+def test_seen_windows_replay_the_training_sampler(tmp_path):
+    """The replayed first batch is the one the run trained on: its loss under the step-0
+    weights equals the training loss the run logged at step 1."""
+    import pandas as pd
+    import torch
+    import torch.nn.functional as F
+
+    from geolib.checkpoints import load
+    from geolib.runs import read_run_info
+    from geolib.train import TrainConfig
+    from tests.test_checkpoints import V, make_tokenizer
+    from tests.tiny import train_tiny
+
+    tok = make_tokenizer(tmp_path / "tokenizer")
+    np.save(tmp_path / "train.npy", np.random.default_rng(0).integers(3, V, 4000).astype(np.uint16))
+    run = train_tiny(tmp_path / "run", tokenizer=tok, train_tokens=tmp_path / "train.npy")
+    cfg = TrainConfig.from_params(read_run_info(run)["config"])
+    tokens = np.load(tmp_path / "train.npy")
+    first = sat.seen_windows(cfg, tokens, steps=1, n=cfg.batch_size)
+    model, _ = load(run, 0)
+    with torch.no_grad():
+        w = torch.from_numpy(first)
+        loss = float(F.cross_entropy(model(input_ids=w[:, :-1]).logits.transpose(1, 2), w[:, 1:]))
+    logged = pd.read_csv(run / "metrics.csv").set_index("step").loc[1, "loss"]
+    assert loss == pytest.approx(logged, rel=1e-5)
+    later = sat.seen_windows(cfg, tokens, steps=4, n=8)
+    assert later.shape == (8, cfg.seq_len + 1)
+    with pytest.raises(ValueError, match="cannot take"):
+        sat.seen_windows(cfg, tokens, steps=1, n=cfg.batch_size + 1)
