@@ -304,6 +304,8 @@ def tables(params_path: str | Path) -> dict[str, Any]:
                 "erank_w_final": float(erank[-1]),
                 "erank_h_final": final["erank_h"],
                 "loss_id_eval_final": final["loss_id_eval"],
+                "loss_id_seen_final": final["loss_id_seen"],
+                "unseen_minus_seen_final": final["loss_id_eval"] - final["loss_id_seen"],
                 "epochs_final": final["epochs"],
                 "train_seconds": info["train_seconds"],
             }
