@@ -149,7 +149,7 @@ def run_stage(p: dict[str, Any], sweep: dict[str, Any], models_table: str, log=p
     import pandas as pd
 
     from geolib.geometry_performance import ID_LOSS, prediction, r2_gap
-    from geolib.sweep import check_points_listed, format_status
+    from geolib.sweep import check_points_listed
 
     out = Path(p["out_dir"])
     out.mkdir(parents=True, exist_ok=True)
@@ -161,15 +161,11 @@ def run_stage(p: dict[str, Any], sweep: dict[str, Any], models_table: str, log=p
         rows.append(row)
         arrays |= {f"{name}/{k}": v for k, v in per_window.items()}
         elapsed = time.perf_counter() - t0
-        done = {
-            "done": i + 1,
-            "total": len(names),
-            "elapsed_s": elapsed,
-            "eta_s": elapsed / (i + 1) * (len(names) - i - 1),
-        }
+        eta = elapsed / (i + 1) * (len(names) - i - 1)
         log(
             f"{name}: forgetting {row[OUTCOME]:+.4f}, gain {row['gain']:+.4f} nats, "
-            f"{row['seconds']:.1f} s; " + format_status(done).replace("sweep: ", "forgetting: ")
+            f"{row['seconds']:.1f} s; forgetting: {i + 1}/{len(names)} models done, "
+            f"{elapsed / 60:.1f} min elapsed, ETA {eta / 60:.1f} min"
         )
     models = pd.read_csv(models_table)
     table = models.merge(pd.DataFrame(rows), on="name", how="inner", validate="one_to_one")

@@ -90,13 +90,8 @@ def test_pooled_statistics_on_known_ratios():
         ge.unit_ratios([])
 
 
-@pytest.fixture(scope="module")
-def tiny_runs(decoder_and_encoder_runs):
-    return decoder_and_encoder_runs
-
-
-def test_stage_on_tiny_runs(tiny_runs, tmp_path):
-    root = tiny_runs
+def test_stage_on_decoder_and_encoder_runs(decoder_and_encoder_runs, tmp_path):
+    root = decoder_and_encoder_runs
     p = {
         "seed": 0,
         "runs": [str(root / "pythia"), str(root / "bert")],
@@ -144,14 +139,14 @@ def test_stage_on_tiny_runs(tiny_runs, tmp_path):
     assert summary["key_rank"] == 2
 
 
-def test_duplicate_checkpoints_are_flagged(tiny_runs, tmp_path):
+def test_duplicate_checkpoints_are_flagged(decoder_and_encoder_runs, tmp_path):
     import shutil
 
     run = tmp_path / "run"
-    shutil.copytree(tiny_runs / "pythia", run)
+    shutil.copytree(decoder_and_encoder_runs / "pythia", run)
     shutil.rmtree(run / "step-4")
     shutil.copytree(run / "step-2", run / "step-4")  # byte-identical weights at two steps
-    src, ev = ge.split_windows(np.load(tiny_runs / "val.npy"), 17, 6, 6, seed=0)
+    src, ev = ge.split_windows(np.load(decoder_and_encoder_runs / "val.npy"), 17, 6, 6, seed=0)
     res = ge.analyse_run(
         str(run),
         [2, 4],
@@ -176,9 +171,9 @@ def test_checkpoints_of_errors(tmp_path):
     assert ge.checkpoints_of("org/model", ["step0", "step9"]) == ["step0", "step9"]
 
 
-def test_training_mask_prob(tiny_runs):
-    assert ge.training_mask_prob(str(tiny_runs / "bert"), None) == 0.3
-    assert ge.training_mask_prob(str(tiny_runs / "bert"), 0.2) == 0.2
+def test_training_mask_prob(decoder_and_encoder_runs):
+    assert ge.training_mask_prob(str(decoder_and_encoder_runs / "bert"), None) == 0.3
+    assert ge.training_mask_prob(str(decoder_and_encoder_runs / "bert"), 0.2) == 0.2
     assert ge.training_mask_prob("org/model", None) == 0.15
 
 

@@ -39,13 +39,8 @@ def test_pooled_fraction_is_the_median_over_units_with_a_joint_interval():
     assert np.isnan(undefined["value"]) and np.isnan(undefined["low"])
 
 
-@pytest.fixture(scope="module")
-def tiny_runs(decoder_and_encoder_runs):
-    return decoder_and_encoder_runs
-
-
-def test_stage_on_tiny_runs(tiny_runs, tmp_path):
-    root = tiny_runs
+def test_stage_on_decoder_and_encoder_runs(decoder_and_encoder_runs, tmp_path):
+    root = decoder_and_encoder_runs
     p = {
         "seed": 0,
         "runs": [str(root / "pythia"), str(root / "bert")],
@@ -96,8 +91,8 @@ def test_stage_on_tiny_runs(tiny_runs, tmp_path):
     assert summary["a5"] == saved["a5"]
 
 
-def test_steps_subset_of_a_run(tiny_runs):
-    run = str(tiny_runs / "pythia")
+def test_steps_subset_of_a_run(decoder_and_encoder_runs):
+    run = str(decoder_and_encoder_runs / "pythia")
     assert ri._checkpoints(run, {"steps": None}) == [0, 1, 2, 4, 8]
     assert ri._checkpoints(run, {"steps": [8, 0, 2]}) == [0, 2, 8]
     with pytest.raises(ValueError, match=r"no checkpoints at steps \[3\]"):
