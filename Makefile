@@ -14,13 +14,14 @@ export PYTHONHASHSEED := 0
 all: env
 	$(BIN)/dvc repro
 
-# The environment is (re)built whenever pyproject.toml changes.
+# The environment is (re)built whenever pyproject.toml or requirements-nodeps.txt changes.
 env: $(VENV)/.installed
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml requirements-nodeps.txt
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH (or: make PYTHON=python3)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet --no-deps -r requirements-nodeps.txt
 	touch $@
 
 test: env
