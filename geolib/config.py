@@ -6,22 +6,54 @@ values and nothing in ``geolib`` reads ``params.yaml`` behind the caller's back.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+# PyYAML follows YAML 1.1, whose floats need a dot: ``1e-3`` is read as the *string* "1e-3"
+# (YAML 1.2 and every reader of the file would say 0.001). Such strings are read as numbers.
+_SCI_FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
+
+
+def _numbers(value: Any) -> Any:
+    """``value`` with every string that is a YAML 1.2 exponent float (``1e-3``) made a float."""
+    if isinstance(value, dict):
+        return {k: _numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_numbers(v) for v in value]
+    if isinstance(value, str) and _SCI_FLOAT.fullmatch(value.strip()):
+        return float(value)
+    return value
+
 
 def load_params(path: str | Path) -> dict[str, Any]:
-    """Read a parameters YAML file into a dict (error if missing or not a mapping)."""
+    """Read a parameters YAML file into a dict (error naming the file if it is missing, is not
+    valid YAML or is not a mapping). Exponent floats without a dot (``1e-3``) are numbers."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"parameters file not found: {path}")
-    data = yaml.safe_load(path.read_text())
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a mapping at top level, got {type(data).__name__}")
-    return data
+    return _numbers(data)
+
+
+def section(data: Mapping[str, Any], name: str, path: str | Path) -> dict[str, Any]:
+    """Section ``name`` of parameters ``data`` read from ``path``: a non-empty mapping (error
+    naming the file and the section otherwise)."""
+    if name not in data:
+        raise KeyError(f"{path}: no section {name!r} (sections: {sorted(data)})")
+    value = data[name]
+    if not isinstance(value, Mapping) or not value:
+        what = "empty" if isinstance(value, Mapping) else f"a {type(value).__name__}"
+        raise ValueError(f"{path}: section {name!r} must be a non-empty mapping, got {what}")
+    return dict(value)
 
 
 def stage_params(
@@ -33,9 +65,9 @@ def stage_params(
     instead of being silently ignored.
     """
     data = load_params(path)
-    if stage not in data:
-        raise KeyError(f"{path}: no section {stage!r} (sections: {sorted(data)})")
-    merged = {**data.get("common", {}), **data[stage]}
+    body = section(data, stage, path)
+    common = section(data, "common", path) if "common" in data else {}
+    merged = {**common, **body}
     for key, value in (overrides or {}).items():
         if key not in merged:
             raise KeyError(
@@ -78,3 +110,58 @@ def apply_profile(params: Mapping[str, Any], profile: Mapping[str, Any]) -> dict
     if unknown:
         raise KeyError(f"profile keys not in the parameters: {unknown}")
     return deep_update(dict(params), profile)
+
+
+# ----------------------------------------------------------------------------- typed values
+
+
+def checked_number(
+    where: str,
+    value: Any,
+    kind: type,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+    optional: bool = False,
+) -> Any:
+    """``value`` as ``kind`` (``int`` or ``float``) within [low, high] (ends open if asked).
+
+    A number given as a string (``"1e-3"``, ``"8"``) is parsed; a bool, a non-number, an int
+    field given a fraction, NaN and out-of-range values raise ``ValueError`` naming ``where``
+    (e.g. ``"TrainConfig.lr"``) and the reason. ``optional`` admits ``None``.
+    """
+    if value is None and optional:
+        return None
+    original = value
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            raise ValueError(f"{where} must be a number, got the string {original!r}") from None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{where} must be a number, got {type(original).__name__} {original!r}")
+    if value != value:
+        raise ValueError(f"{where} is NaN")
+    if kind is int:
+        if float(value) != int(value):
+            raise ValueError(f"{where} must be an integer, got {original!r}")
+        value = int(value)
+    else:
+        value = float(value)
+    if low is not None and (value < low or (low_open and value == low)):
+        bound = f"> {low}" if low_open else f">= {low}"
+        raise ValueError(f"{where} must be {bound}, got {original!r}")
+    if high is not None and (value > high or (high_open and value == high)):
+        bound = f"< {high}" if high_open else f"<= {high}"
+        raise ValueError(f"{where} must be {bound}, got {original!r}")
+    return value
+
+
+def checked_flag(where: str, value: Any, *, optional: bool = False) -> bool | None:
+    """``value`` if it is a bool (``None`` too if ``optional``); a string such as ``"false"``
+    is refused, since ``bool("false")`` is True."""
+    if (value is None and optional) or isinstance(value, bool):
+        return value
+    raise ValueError(f"{where} must be true or false, got {type(value).__name__} {value!r}")

@@ -35,8 +35,11 @@ from transformers import (
     PreTrainedModel,
 )
 
+from geolib.config import checked_flag, checked_number
+
 FAMILIES = ("pythia", "olmo", "bert")
 DECODERS = ("pythia", "olmo")
+ATTENTION = ("sdpa", "eager", "flash_attention_2")
 
 
 @dataclass
@@ -67,6 +70,29 @@ class ModelConfig:
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
             raise ValueError(f"unknown model family {self.family!r}; known: {FAMILIES}")
+        w = "ModelConfig."
+        for name in ("d_model", "n_layers", "n_heads", "d_ff", "context"):
+            setattr(self, name, checked_number(w + name, getattr(self, name), int, low=1))
+        self.dropout = checked_number(
+            w + "dropout", self.dropout, float, low=0, high=1, high_open=True
+        )
+        self.init_std = checked_number(w + "init_std", self.init_std, float, low=0, low_open=True)
+        self.rotary_pct = checked_number(
+            w + "rotary_pct", self.rotary_pct, float, low=0, high=1, low_open=True
+        )
+        self.rope_theta = checked_number(
+            w + "rope_theta", self.rope_theta, float, low=0, low_open=True
+        )
+        self.norm_eps = checked_number(w + "norm_eps", self.norm_eps, float, low=0, low_open=True)
+        self.tie_embeddings = checked_flag(w + "tie_embeddings", self.tie_embeddings, optional=True)
+        self.parallel_residual = checked_flag(
+            w + "parallel_residual", self.parallel_residual, optional=True
+        )
+        if self.attn_implementation not in ATTENTION:
+            raise ValueError(
+                f"{w}attn_implementation must be one of {ATTENTION}, "
+                f"got {self.attn_implementation!r}"
+            )
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
         if self.parallel_residual is not None and self.family != "pythia":

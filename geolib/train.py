@@ -38,6 +38,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from geolib import runs
+from geolib.config import checked_number
 from geolib.models import ModelConfig, build_model, count_params, matmul_params, quiet_progress
 from geolib.tokens import load_tokens
 
@@ -89,7 +90,9 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if isinstance(self.model, dict):
             self.model = ModelConfig.from_dict(self.model)
-        self.betas = tuple(float(b) for b in self.betas)
+        if not isinstance(self.model, ModelConfig):
+            raise ValueError(f"TrainConfig.model must be a mapping, got {self.model!r}")
+        self._check_numbers()
         if self.schedule not in SCHEDULES:
             raise ValueError(f"unknown schedule {self.schedule!r}; known: {SCHEDULES}")
         if self.optimizer not in OPTIMIZERS:
@@ -104,6 +107,42 @@ class TrainConfig:
             )
         if self.tokenizer is None and self.vocab_size is None:
             raise ValueError("give a tokenizer directory or vocab_size")
+
+    def _check_numbers(self) -> None:
+        """Type and range of every numeric field (numbers given as strings are parsed), so a
+        bad value fails here with its name, not mid-run."""
+        w = "TrainConfig."
+        ints = {  # name: lowest value
+            "batch_size": 1, "grad_accum": 1, "seq_len": 1, "warmup_steps": 0,
+            "total_steps": 1, "checkpoint_every": 0, "log_max": 0, "eval_interval": 1,
+            "eval_batches": 0, "seed": 0,
+        }  # fmt: skip
+        for name, low in ints.items():
+            setattr(self, name, checked_number(w + name, getattr(self, name), int, low=low))
+        for name, low in (("vocab_size", 2), ("mask_token_id", 0), ("num_threads", 1)):
+            value = checked_number(w + name, getattr(self, name), int, low=low, optional=True)
+            setattr(self, name, value)
+        positive = dict(low=0, low_open=True)
+        self.lr = checked_number(w + "lr", self.lr, float, **positive)
+        self.eps = checked_number(w + "eps", self.eps, float, **positive)
+        self.grad_clip = checked_number(
+            w + "grad_clip", self.grad_clip, float, optional=True, **positive
+        )
+        self.weight_decay = checked_number(w + "weight_decay", self.weight_decay, float, low=0)
+        self.min_lr_ratio = checked_number(
+            w + "min_lr_ratio", self.min_lr_ratio, float, low=0, high=1
+        )
+        unit_open = dict(low=0, high=1, high_open=True)
+        self.momentum = checked_number(w + "momentum", self.momentum, float, **unit_open)
+        self.mask_prob = checked_number(
+            w + "mask_prob", self.mask_prob, float, low_open=True, **unit_open
+        )
+        if isinstance(self.betas, str | bytes) or len(self.betas) != 2:
+            raise ValueError(f"{w}betas must be two numbers, got {self.betas!r}")
+        self.betas = tuple(
+            checked_number(f"{w}betas[{i}]", b, float, **unit_open)
+            for i, b in enumerate(self.betas)
+        )
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> TrainConfig:
@@ -283,6 +322,7 @@ def save_checkpoint(run_dir: Path, model, step: int, info: dict, resume_state: d
         model.save_pretrained(tmp)
     (tmp / runs.TRAINER_STATE).write_text(json.dumps(info, indent=1) + "\n")
     torch.save(resume_state, tmp / runs.RESUME_STATE)
+    runs.write_manifest(tmp)
     runs.publish_step(tmp, final)
     return final
 
@@ -408,12 +448,25 @@ class Clock:
         self.wall_s, self.since = self.wall_s + now - self.since, now
 
 
-def resume_state(step: int, cfg: TrainConfig, optimizer, rng, clock: Clock) -> dict[str, Any]:
+def data_hashes(cfg: TrainConfig) -> dict[str, str]:
+    """SHA-256 of the token files a run reads: a run is tied to its data, not to its paths."""
+    files = {"train_tokens": cfg.train_tokens, "val_tokens": cfg.val_tokens}
+    return {k: runs.file_sha256(v) for k, v in files.items() if v is not None}
+
+
+class ResumeError(RuntimeError):
+    """A run directory cannot be resumed (the message says what to delete)."""
+
+
+def resume_state(
+    step: int, cfg: TrainConfig, optimizer, rng, clock: Clock, data: dict[str, str]
+) -> dict[str, Any]:
     """Everything besides the weights that an exact resume after ``step`` needs."""
     cuda = torch.device(cfg.device).type == "cuda"
     return {
         "step": step,
         "config": cfg.to_dict(),
+        "data_sha256": data,
         "optimizer": optimizer.state_dict(),
         "data_rng": rng.bit_generator.state,
         "torch_rng": torch.get_rng_state(),
@@ -423,14 +476,28 @@ def resume_state(step: int, cfg: TrainConfig, optimizer, rng, clock: Clock) -> d
     }
 
 
-def restore(folder: Path, cfg: TrainConfig, model, optimizer, rng, clock: Clock) -> int:
+def restore(
+    folder: Path, cfg: TrainConfig, model, optimizer, rng, clock: Clock, data: dict[str, str]
+) -> int:
     """Load the checkpoint in ``folder`` into model, optimizer, data RNG and clock; return its
-    step. Refuses a checkpoint written under another configuration."""
-    state = torch.load(folder / runs.RESUME_STATE, weights_only=True)
+    step. Its files must match its manifest (:class:`runs.IntegrityError` otherwise); a
+    checkpoint written under another configuration or on other data is refused."""
+    runs.verify_manifest(folder, [runs.RESUME_STATE, runs.WEIGHT_FILE, runs.CONFIG_FILE])
+    try:
+        state = torch.load(folder / runs.RESUME_STATE, weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - any unreadable state is the same integrity fault
+        raise runs.IntegrityError(f"{folder / runs.RESUME_STATE} cannot be read: {exc}") from exc
     if state["config"] != cfg.to_dict():
         diff = sorted(k for k in state["config"] if state["config"][k] != cfg.to_dict().get(k))
         raise ValueError(
             f"{folder.parent} holds a run with another configuration (differs in {diff}); "
+            "use a fresh run directory"
+        )
+    if state.get("data_sha256") != data:
+        changed = sorted(k for k in data if (state.get("data_sha256") or {}).get(k) != data[k])
+        raise ValueError(
+            f"{folder.parent} was trained on other data: the content of {changed} "
+            f"({', '.join(str(getattr(cfg, k)) for k in changed)}) changed since the run began; "
             "use a fresh run directory"
         )
     load_weights(model, folder)
@@ -441,6 +508,36 @@ def restore(folder: Path, cfg: TrainConfig, model, optimizer, rng, clock: Clock)
         torch.cuda.set_rng_state(state["cuda_rng"])
     clock.train_s, clock.wall_s = state["train_s"], state["wall_s"]
     return int(state["step"])
+
+
+def resume(
+    run_dir: Path, cfg: TrainConfig, model, optimizer, rng, clock: Clock, data: dict[str, str]
+) -> int | None:
+    """Restore the newest intact resumable checkpoint of ``run_dir`` and return its step
+    (``None`` for a fresh run). A damaged one is skipped with a note, and the checkpoints after
+    the one used are removed (training recomputes them, bitwise the same); if none is intact,
+    :class:`ResumeError` says what to delete."""
+    candidates = runs.resumable(run_dir)
+    problems = []
+    for folder in candidates:
+        try:
+            step = restore(folder, cfg, model, optimizer, rng, clock, data)
+        except runs.IntegrityError as exc:
+            problems.append(str(exc))
+            print(f"cannot resume from {folder.name}: {exc}", file=sys.stderr)
+            continue
+        for later, path in runs.step_dirs(run_dir).items():
+            if later > step:
+                shutil.rmtree(path)
+                print(f"removed {path.name} (after the checkpoint resumed from)", file=sys.stderr)
+        return step
+    if candidates:
+        raise ResumeError(
+            f"no checkpoint of {run_dir} can resume: " + "; ".join(problems) + ". Training "
+            f"is deterministic: delete the run directory (rm -r {run_dir}) to retrain it from "
+            "step 0, which rewrites the same checkpoints"
+        )
+    return None
 
 
 def metric_row(
@@ -463,7 +560,9 @@ def metric_row(
     }
 
 
-def run_summary(cfg: TrainConfig, model, vocab: Vocab, rows: list[dict], clock: Clock) -> dict:
+def run_summary(
+    cfg: TrainConfig, model, vocab: Vocab, rows: list[dict], clock: Clock, data: dict[str, str]
+) -> dict:
     """``run.json``: the configuration, sizes, and (when finished) the final numbers."""
     summary: dict[str, Any] = {
         "config": cfg.to_dict(),
@@ -475,6 +574,7 @@ def run_summary(cfg: TrainConfig, model, vocab: Vocab, rows: list[dict], clock: 
         "torch": torch.__version__,
         "num_threads": torch.get_num_threads(),
         "machine": platform.machine(),
+        "data_sha256": data,
     }
     if not rows or int(rows[-1]["step"]) < cfg.total_steps:
         return summary
@@ -529,11 +629,10 @@ def train(
     optimizer = make_optimizer(model, cfg)
     rng = np.random.default_rng(cfg.seed)  # the order of the training windows
     clock = Clock()
-    start = 0
-    resume_from = runs.latest_resumable(run_dir)
-    if resume_from is not None:
-        start = restore(resume_from, cfg, model, optimizer, rng, clock)
-    rows = runs.metric_rows(run_dir, upto=start)
+    data = data_hashes(cfg)
+    resumed = resume(run_dir, cfg, model, optimizer, rng, clock, data)
+    start = 0 if resumed is None else resumed
+    rows = runs.metric_rows(run_dir, upto=start) if resumed is not None else []
     ckpt_steps = set(checkpoint_steps(cfg.total_steps, cfg.checkpoint_every, cfg.log_max))
 
     def validate() -> float | None:
@@ -543,11 +642,11 @@ def train(
         runs.write_metrics(run_dir, rows)
         clock.lap()
         info = {"step": step, "tokens": step * cfg.tokens_per_step, "loss": loss, "lr": lr}
-        state = resume_state(step, cfg, optimizer, rng, clock)
+        state = resume_state(step, cfg, optimizer, rng, clock, data)
         save_checkpoint(run_dir, model, step, info, state)
 
     model.train()
-    if start == 0:
+    if resumed is None:  # a fresh run (a resume from step 0 has its row and checkpoint)
         rows.append(metric_row(0, cfg, val_loss=validate()))
         checkpoint(0, None, None)
 
@@ -581,7 +680,7 @@ def train(
                 checkpoint(step, loss, lr)
     clock.lap()
 
-    summary = run_summary(cfg, model, vocab, rows, clock)
+    summary = run_summary(cfg, model, vocab, rows, clock, data)
     if stop < cfg.total_steps:
         return {**summary, "stopped_at": stop}
     runs.write_run_info(run_dir, summary)

@@ -23,18 +23,48 @@ import numpy as np
 CAUGHT, RECOVERED, RAW, SILENT = "caught", "recovered", "raw", "silent"
 
 
-def _tiny_run(root: Path) -> Path:
+TINY = dict(total_steps=6, checkpoint_every=5)
+
+
+def _tiny_run(root: Path, max_steps: int | None = None, name: str = "run") -> Path:
+    """A tiny finished run in ``root/run`` (with ``max_steps``: one stopped early, in
+    ``root/<name>``); the tokenizer and the token file are made once per ``root``."""
     from tests.test_checkpoints import V, make_tokenizer
     from tests.tiny import train_tiny
 
-    tok = make_tokenizer(root / "tokenizer")
-    np.save(root / "train.npy", np.random.default_rng(0).integers(3, V, 4000).astype(np.uint16))
+    if not (root / "tokenizer").is_dir():
+        make_tokenizer(root / "tokenizer")
+        ids = np.random.default_rng(0).integers(3, V, 4000).astype(np.uint16)
+        np.save(root / "train.npy", ids)
     return train_tiny(
-        root / "run",
-        tokenizer=tok,
+        root / name,
+        tokenizer=root / "tokenizer",
         train_tokens=root / "train.npy",
-        total_steps=6,
-        checkpoint_every=5,
+        max_steps=max_steps,
+        **TINY,
+    )
+
+
+def _resume_tiny(root: Path, run: Path) -> Path:
+    from tests.tiny import train_tiny
+
+    return train_tiny(run, tokenizer=root / "tokenizer", train_tokens=root / "train.npy", **TINY)
+
+
+def same_run(a: Path, b: Path) -> bool:
+    """Every metrics row (but tokens/s) and every checkpoint's weights are identical."""
+
+    def rows(run: Path) -> list[list[str]]:
+        return [r.split(",")[:5] for r in (run / "metrics.csv").read_text().splitlines()]
+
+    steps = sorted(p.name for p in a.glob("step-*"))
+    return (
+        rows(a) == rows(b)
+        and steps == sorted(p.name for p in b.glob("step-*"))
+        and all(
+            (a / s / "model.safetensors").read_bytes() == (b / s / "model.safetensors").read_bytes()
+            for s in steps
+        )
     )
 
 
@@ -51,12 +81,86 @@ def expect_error(call: Callable[[], object], kind: type, names: str) -> str:
 
 
 def faults(base: Path, scratch: Path) -> dict[str, Callable[[], str]]:
+    """The catalogue: fault name → a function that injects it and returns its outcome.
+    ``base`` is a finished :func:`_tiny_run`; beside it, ``partial`` is the same run stopped
+    after 5 of 6 steps (made here if missing)."""
     from geolib.checkpoints import CheckpointError, load
 
-    def copy() -> Path:
+    root = base.parent
+    partial = root / "partial"
+    if not partial.is_dir():
+        _tiny_run(root, max_steps=5, name="partial")
+
+    def copy(src: Path = base) -> Path:
         dst = Path(tempfile.mkdtemp(dir=scratch)) / "run"
-        shutil.copytree(base, dst)
+        shutil.copytree(src, dst)
         return dst
+
+    def resumed(damage: Callable[[Path], object]) -> str:
+        """Damage a copy of the stopped run, resume it: ``recovered`` if it ends as the
+        uninterrupted run did, ``silent`` if it ends otherwise, ``raw`` on an error."""
+        run = copy(partial)
+        damage(run)
+        try:
+            _resume_tiny(root, run)
+        except Exception:  # noqa: BLE001 - classified, not handled
+            return RAW
+        return RECOVERED if same_run(base, run) else SILENT
+
+    def partial_metrics_row(run: Path) -> None:
+        path = run / "metrics.csv"
+        path.write_text(path.read_text() + "6,384,4.1")
+
+    def flip(path: Path) -> None:
+        data = bytearray(path.read_bytes())
+        for i in range(len(data) // 2, len(data), 53):
+            data[i] ^= 0xFF
+        path.write_bytes(bytes(data))
+
+    def half_written_checkpoint(run: Path) -> None:
+        tmp = run / "step-6.tmp"
+        tmp.mkdir()
+        (tmp / "model.safetensors").write_bytes(b"half")
+
+    def replaced_tokens():
+        run = copy(partial)
+        tokens = root / "train.npy"
+        original = tokens.read_bytes()
+        np.save(tokens, np.load(tokens)[::-1].copy())  # other data under the same path
+        try:
+            return expect_error(lambda: _resume_tiny(root, run), ValueError, "other data")
+        finally:
+            tokens.write_bytes(original)
+
+    def params_file(text: str) -> Path:
+        path = Path(tempfile.mkdtemp(dir=scratch)) / "params.yaml"
+        path.write_text(text)
+        return path
+
+    def bad_params(text: str, names: str):
+        from geolib.config import stage_params
+
+        path = params_file(text)
+        return expect_error(lambda: stage_params(path, "stage"), ValueError, names)
+
+    def lr_string():
+        from geolib.config import stage_params
+
+        p = stage_params(params_file("stage:\n  lr: 1e-3\n"), "stage")
+        return RECOVERED if p["lr"] == 1e-3 and isinstance(p["lr"], float) else SILENT
+
+    def train_lr_string():
+        from geolib.train import TrainConfig
+
+        cfg = TrainConfig(vocab_size=64, tokenizer=None, lr="1e-3")
+        return RECOVERED if cfg.lr == 1e-3 else SILENT
+
+    def model_flag_string():
+        from geolib.models import ModelConfig
+
+        return expect_error(
+            lambda: ModelConfig(tie_embeddings="false"), ValueError, "tie_embeddings"
+        )
 
     def truncated():
         run = copy()
@@ -154,6 +258,22 @@ def faults(base: Path, scratch: Path) -> dict[str, Callable[[], str]]:
         )
 
     return {
+        "metrics.csv: a kill left an incomplete last row": lambda: resumed(partial_metrics_row),
+        "train_state.pt: bytes flipped (latest checkpoint)": lambda: resumed(
+            lambda run: flip(run / "step-5" / "train_state.pt")
+        ),
+        "resume weights: bytes flipped (latest checkpoint)": lambda: resumed(
+            lambda run: flip(run / "step-5" / "model.safetensors")
+        ),
+        "a kill during a checkpoint write (step-N.tmp left)": lambda: resumed(
+            half_written_checkpoint
+        ),
+        "training tokens replaced under the same path": replaced_tokens,
+        "params: invalid YAML": lambda: bad_params("stage: [1, 2\n", "params.yaml"),
+        "params: a null section": lambda: bad_params("stage:\n", "'stage'"),
+        "params: a scalar section": lambda: bad_params("stage: 3\n", "'stage'"),
+        "params: an empty section": lambda: bad_params("stage: {}\n", "'stage'"),
+        "params: lr: 1e-3 (a string to PyYAML)": lr_string,
         "model.safetensors truncated": truncated,
         "model.safetensors: bytes flipped inside tensor data": flipped_bytes,
         "model.safetensors: header dtype F32 → I32": header_dtype,
@@ -168,7 +288,9 @@ def faults(base: Path, scratch: Path) -> dict[str, Callable[[], str]]:
         "isoscore_star: C0 not positive semidefinite": non_psd_c0,
         "theory: impossible moments (m4 < m2²)": impossible_moments,
         "stats.mean_ci on 2-D input": mean_ci_2d,
-        "TrainConfig lr given as the string '1e-3'": lambda: train_config(lr="1e-3"),
+        "TrainConfig lr given as the string '1e-3'": train_lr_string,
+        "TrainConfig lr given as the string 'fast'": lambda: train_config(lr="fast"),
+        "ModelConfig tie_embeddings given as the string 'false'": model_flag_string,
         "TrainConfig grad_accum 0": lambda: train_config(grad_accum=0),
         "TrainConfig eval_interval 0": lambda: train_config(eval_interval=0),
         "TrainConfig mask_prob 2": lambda: train_config(mask_prob=2.0),
@@ -186,7 +308,7 @@ def main() -> int:
             print(f"{results[name]:>9}  {name}", flush=True)
     tally = {k: sum(v == k for v in results.values()) for k in (CAUGHT, RECOVERED, RAW, SILENT)}
     print("  ".join(f"{k}: {v}" for k, v in tally.items()))
-    return 0
+    return 1 if tally[SILENT] or tally[RAW] else 0
 
 
 if __name__ == "__main__":

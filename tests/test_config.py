@@ -57,3 +57,47 @@ def test_repository_profiles_only_override_existing_keys():
     defaults = load_params(root / "params.yaml")
     for profile in sorted((root / "profiles").glob("*.yaml")):
         apply_profile(defaults, load_params(profile))
+
+
+def test_bad_sections_and_yaml_name_the_file_and_section(tmp_path):
+    path = tmp_path / "p.yaml"
+    for text, message in (
+        ("s:\n", "section 's' must be a non-empty mapping, got a NoneType"),
+        ("s: 3\n", "section 's' must be a non-empty mapping, got a int"),
+        ("s: {}\n", "section 's' must be a non-empty mapping, got empty"),
+        ("s: {a: 1}\ncommon: [1]\n", "section 'common' must be a non-empty mapping"),
+    ):
+        path.write_text(text)
+        with pytest.raises(ValueError, match=f"{path}: {message}"):
+            stage_params(path, "s")
+    path.write_text("s: [1, 2\n")
+    with pytest.raises(ValueError, match=f"{path}: not valid YAML"):
+        load_params(path)
+
+
+def test_exponent_floats_without_a_dot_are_numbers(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text("s: {lr: 1e-3, big: 2E5, n: [1e-2, x1e3], sha: 0123e45abc, q: '5e-1'}\n")
+    assert yaml.safe_load(path.read_text())["s"]["lr"] == "1e-3"  # what PyYAML alone gives
+    p = stage_params(path, "s")
+    assert p["lr"] == 1e-3 and p["big"] == 2e5 and p["n"] == [1e-2, "x1e3"]
+    assert p["sha"] == "0123e45abc" and p["q"] == 0.5
+
+
+def test_checked_number():
+    from geolib.config import checked_flag, checked_number
+
+    assert checked_number("x", "8", int, low=1) == 8
+    assert (
+        checked_number("x", 2.0, int) == 2 and checked_number("x", None, int, optional=True) is None
+    )
+    for value, message in ((True, "number"), ("a", "number"), (1.5, "integer"), (0, ">= 1")):
+        with pytest.raises(ValueError, match=f"x must be .*{message}|x must be an {message}"):
+            checked_number("x", value, int, low=1)
+    with pytest.raises(ValueError, match="x must be > 0"):
+        checked_number("x", 0.0, float, low=0, low_open=True)
+    with pytest.raises(ValueError, match="x must be <= 1"):
+        checked_number("x", 1.5, float, high=1)
+    assert checked_flag("f", False) is False
+    with pytest.raises(ValueError, match="f must be true or false"):
+        checked_flag("f", "no")

@@ -40,7 +40,9 @@ def test_latest_resumable_is_the_last_step_with_state(tmp_path):
     assert runs.latest_resumable(tmp_path) == tmp_path / "step-16"
 
 
-def test_publish_step_moves_the_resume_state_and_replaces_a_stale_folder(tmp_path):
+def test_publish_step_keeps_two_resume_states_and_replaces_a_stale_folder(tmp_path):
+    make_step(tmp_path, 2, resumable=True)
+    runs.write_manifest(tmp_path / "step-2")
     make_step(tmp_path, 4, resumable=True)
     make_step(tmp_path, 8)  # an older, state-less copy of step 8 to be replaced
     tmp = tmp_path / "step-8.tmp"
@@ -50,8 +52,57 @@ def test_publish_step_moves_the_resume_state_and_replaces_a_stale_folder(tmp_pat
     runs.publish_step(tmp, tmp_path / "step-8")
     assert not tmp.exists()
     assert (tmp_path / "step-8" / runs.RESUME_STATE).read_bytes() == b"new"
-    assert not (tmp_path / "step-4" / runs.RESUME_STATE).exists()
+    assert (tmp_path / "step-4" / runs.RESUME_STATE).exists()  # the fallback is kept
+    assert not (tmp_path / "step-2" / runs.RESUME_STATE).exists()  # older states are not
+    assert runs.RESUME_STATE not in runs.read_manifest(tmp_path / "step-2")
     assert not (tmp_path / "step-8" / runs.CONFIG_FILE).exists(), "the old folder is replaced"
+    assert runs.resumable(tmp_path) == [tmp_path / "step-8", tmp_path / "step-4"]
+
+
+def test_manifest_proves_the_files(tmp_path):
+    folder = make_step(tmp_path, 3, resumable=True)
+    with pytest.raises(runs.IntegrityError, match="manifest.json is missing"):
+        runs.verify_manifest(folder, [runs.WEIGHT_FILE])
+    runs.write_manifest(folder)
+    names = [runs.WEIGHT_FILE, runs.CONFIG_FILE, runs.RESUME_STATE]
+    runs.verify_manifest(folder, names)  # as written
+    (folder / runs.WEIGHT_FILE).write_bytes(b"W")  # same size, one byte changed
+    with pytest.raises(runs.IntegrityError, match="model.safetensors: content changed"):
+        runs.verify_manifest(folder, names)
+    (folder / runs.WEIGHT_FILE).unlink()
+    with pytest.raises(runs.IntegrityError, match="model.safetensors is missing"):
+        runs.verify_manifest(folder, names)
+    with pytest.raises(runs.IntegrityError, match="not in"):
+        runs.verify_manifest(folder, ["other.bin"])
+    (folder / runs.MANIFEST).write_text("[1, 2]")
+    with pytest.raises(runs.IntegrityError, match="not a manifest"):
+        runs.verify_manifest(folder, names)
+
+
+def test_manifest_command_seals_old_runs(tmp_path):
+    make_step(tmp_path, 1)
+    make_step(tmp_path, 2)
+    assert runs.main(["manifest", str(tmp_path)]) == 0
+    for step in (1, 2):
+        runs.verify_manifest(tmp_path / f"step-{step}", [runs.WEIGHT_FILE, runs.CONFIG_FILE])
+
+
+def test_incomplete_last_metrics_row_is_dropped(tmp_path, capsys):
+    rows = [
+        {"step": s, "tokens": 8 * s, "loss": "1", "lr": "0.1", "val_loss": "", "tokens_per_s": "9"}
+        for s in range(3)
+    ]
+    runs.write_metrics(tmp_path, rows)
+    path = tmp_path / runs.METRICS
+    path.write_text(path.read_text() + "3,24,0.9")  # a row a kill cut short
+    assert [r["step"] for r in runs.metric_rows(tmp_path)] == ["0", "1", "2"]
+    assert "dropped the incomplete last row (line 5)" in capsys.readouterr().err
+    path.write_text(path.read_text().replace("1,8,1,0.1,,9", "1,8,1"))  # inside: an error
+    with pytest.raises(ValueError, match="line 3 is incomplete"):
+        runs.metric_rows(tmp_path)
+    runs.write_metrics(tmp_path, [rows[0], rows[2], rows[1]])
+    with pytest.raises(ValueError, match="step 1 does not increase"):
+        runs.metric_rows(tmp_path)
 
 
 def test_remove_partial(tmp_path):

@@ -16,6 +16,7 @@ import torch
 import yaml
 from safetensors.torch import load_file
 
+from geolib import runs
 from geolib.models import ModelConfig
 from geolib.runs import METRIC_COLUMNS
 from geolib.train import (
@@ -177,8 +178,14 @@ def test_run_directory_layout(token_files, tmp_path):
         assert (folder / "model.safetensors").is_file() and (folder / "config.json").is_file()
         info = json.loads((folder / "trainer_state.json").read_text())
         assert info["step"] == step and info["tokens"] == step * 8 * 32
-    # only the latest checkpoint keeps the optimizer state
-    assert [p.parent.name for p in tmp_path.glob("step-*/train_state.pt")] == ["step-24"]
+    # only the last two checkpoints keep the optimizer state (the latest and a fallback)
+    kept = sorted(p.parent.name for p in tmp_path.glob("step-*/train_state.pt"))
+    assert kept == ["step-20", "step-24"]
+    for step in expected:  # every step's manifest lists exactly its files, with their hashes
+        folder = tmp_path / f"step-{step}"
+        hashes = json.loads((folder / "manifest.json").read_text())["sha256"]
+        assert set(hashes) == {p.name for p in folder.iterdir()} - {"manifest.json"}
+        assert all(runs.file_sha256(folder / n) == h for n, h in hashes.items())
     lines = (tmp_path / "metrics.csv").read_text().splitlines()
     assert lines[0].split(",") == list(METRIC_COLUMNS)
     assert len(lines) == 1 + 25
@@ -262,3 +269,142 @@ def test_resume_after_sigkill(token_files, tmp_path):
     subprocess.run([*cmd, "--run-dir", str(tmp_path / "a"), "--no-progress"], env=env, check=True)
     wa, wb = weights(tmp_path / "a" / "step-300"), weights(tmp_path / "b" / "step-300")
     assert all(torch.equal(wa[k], wb[k]) for k in wa)
+
+
+# ----------------------------------------------------------------------------- integrity
+
+
+def test_numbers_are_checked_when_the_config_is_built(token_files):
+    cfg = tiny_cfg(token_files, lr="1e-3", batch_size=8.0, grad_clip=None)
+    assert cfg.lr == 1e-3 and isinstance(cfg.batch_size, int)  # coerced, not refused
+    bad = {
+        "lr": ("abc", "TrainConfig.lr must be a number"),
+        "grad_accum": (0, "TrainConfig.grad_accum must be >= 1"),
+        "eval_interval": (0, "TrainConfig.eval_interval must be >= 1"),
+        "mask_prob": (2, "TrainConfig.mask_prob must be < 1"),
+        "total_steps": (-1, "TrainConfig.total_steps must be >= 1"),
+        "warmup_steps": (2.5, "TrainConfig.warmup_steps must be an integer"),
+        "weight_decay": (float("nan"), "TrainConfig.weight_decay is NaN"),
+        "betas": ((0.9,), "TrainConfig.betas must be two numbers"),
+        "seed": (True, "TrainConfig.seed must be a number"),
+    }
+    for key, (value, message) in bad.items():
+        with pytest.raises(ValueError, match=message.replace(".", r"\.")):
+            tiny_cfg(token_files, **{key: value})
+    with pytest.raises(ValueError, match=r"ModelConfig\.tie_embeddings must be true or false"):
+        ModelConfig(tie_embeddings="false")
+    with pytest.raises(ValueError, match=r"ModelConfig\.d_model must be >= 1"):
+        ModelConfig(d_model=0)
+    with pytest.raises(ValueError, match=r"ModelConfig\.dropout must be < 1"):
+        ModelConfig(dropout=1.0)
+
+
+def _corrupt(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    for i in range(len(data) // 2, len(data), 97):
+        data[i] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def test_resume_falls_back_past_a_damaged_state(token_files, tmp_path, capsys):
+    cfg = tiny_cfg(token_files)
+    train(cfg, tmp_path / "a", progress=False)
+    run = tmp_path / "b"
+    train(cfg, run, progress=False, max_steps=12)  # states at steps 4 and 10
+    _corrupt(run / "step-10" / "train_state.pt")
+    train(cfg, run, progress=False)
+    err = capsys.readouterr().err
+    assert "cannot resume from step-10" in err and "content changed" in err
+    assert "removed step-10" in err
+    wa, wb = weights(tmp_path / "a" / "step-24"), weights(run / "step-24")
+    assert all(torch.equal(wa[k], wb[k]) for k in wa)  # the fallback changed nothing
+    for step in (10, 20, 24):  # the steps after the fallback were rewritten, bitwise
+        ra = (tmp_path / "a" / f"step-{step}" / "model.safetensors").read_bytes()
+        assert (run / f"step-{step}" / "model.safetensors").read_bytes() == ra
+
+
+def test_resume_without_an_intact_state_says_what_to_delete(token_files, tmp_path):
+    from geolib.train import ResumeError
+
+    cfg = tiny_cfg(token_files)
+    train(cfg, tmp_path, progress=False, max_steps=12)
+    _corrupt(tmp_path / "step-10" / "model.safetensors")
+    (tmp_path / "step-4" / "train_state.pt").write_bytes(b"not a state")
+    with pytest.raises(ResumeError, match=rf"rm -r {tmp_path}"):
+        train(cfg, tmp_path, progress=False)
+
+
+def test_a_run_is_tied_to_its_data_not_its_path(token_files, tmp_path):
+    import shutil
+
+    data = tmp_path / "data"
+    data.mkdir()
+    for f in token_files:
+        shutil.copy(f, data / f.name)
+    cfg = tiny_cfg((data / "train.npy", data / "validation.npy"))
+    train(cfg, tmp_path / "run", progress=False, max_steps=5)
+    ids = np.load(data / "train.npy")
+    np.save(data / "train.npy", ids[::-1].copy())  # other data under the same path
+    with pytest.raises(ValueError, match="trained on other data.*train_tokens"):
+        train(cfg, tmp_path / "run", progress=False)
+    info = json.loads((tmp_path / "run" / "step-4" / "trainer_state.json").read_text())
+    assert info["step"] == 4
+
+
+_KILLER = """
+import json, os, signal, sys
+from geolib import runs, train as T
+
+cfg = T.TrainConfig(**json.loads(open(sys.argv[1]).read()))
+where, at, calls = sys.argv[3], int(sys.argv[4]), [0]
+
+def killing(f):  # SIGKILL this process at the at-th call of f, before f runs
+    def g(*a, **k):
+        calls[0] += 1
+        if calls[0] == at:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return f(*a, **k)
+    return g
+
+if where == "step":            # between checkpoints, before an update
+    T.train_step = killing(T.train_step)
+elif where == "checkpoint":    # inside a checkpoint write: files in step-N.tmp, no manifest
+    runs.write_manifest = killing(runs.write_manifest)
+elif where == "publish":       # after the rename, while older states are being pruned
+    runs._forget_in_manifest = killing(runs._forget_in_manifest)
+T.train(cfg, sys.argv[2], progress=False)
+"""
+
+
+def test_resume_after_sigkill_at_random_points(token_files, tmp_path):
+    """A separate process is killed with SIGKILL at a seeded random point (an update, a
+    checkpoint write, the pruning after one), then resumed: every metrics row (but tokens/s)
+    and every checkpoint's weights equal an uninterrupted run's, bitwise."""
+    cfg = tiny_cfg(token_files)
+    train(cfg, tmp_path / "ref", progress=False)
+    script = tmp_path / "killer.py"
+    script.write_text(_KILLER)
+    (tmp_path / "cfg.json").write_text(json.dumps(cfg.to_dict()))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    rng = np.random.default_rng(2026)
+    cases = [
+        ("step", int(rng.integers(2, 24))),
+        ("checkpoint", int(rng.integers(2, 7))),
+        ("publish", int(rng.integers(1, 4))),
+    ]
+
+    def rows(run):
+        return [r.split(",")[:5] for r in (run / "metrics.csv").read_text().splitlines()]
+
+    for where, at in cases:
+        run = tmp_path / f"{where}-{at}"
+        argv = [sys.executable, str(script), str(tmp_path / "cfg.json"), str(run), where, str(at)]
+        proc = subprocess.run(argv, env=env, capture_output=True)
+        assert proc.returncode == -signal.SIGKILL, (where, at, proc.stderr[-2000:])
+        assert not (run / "run.json").exists()
+        train(cfg, run, progress=False)
+        assert rows(run) == rows(tmp_path / "ref"), (where, at)
+        assert not list(run.glob("step-*.tmp"))
+        for folder in sorted((tmp_path / "ref").glob("step-*")):
+            ref = (folder / "model.safetensors").read_bytes()
+            assert (run / folder.name / "model.safetensors").read_bytes() == ref, (where, at)

@@ -18,10 +18,12 @@ def train_tiny(
     total_steps: int = 8,
     checkpoint_every: int = 4,
     log_max: int = 2,
+    max_steps: int | None = None,
     **overrides,
 ) -> Path:
     """Train a 16-wide model of ``family`` into ``run_dir`` (batch 4 × 16 tokens); ``overrides``
-    are further ``TrainConfig`` fields (``mask_prob``, ``optimizer``, ``lr`` …)."""
+    are further ``TrainConfig`` fields (``mask_prob``, ``optimizer``, ``lr`` …); ``max_steps``
+    stops early (a simulated kill), as in :func:`geolib.train.train`."""
     cfg = TrainConfig(
         model=ModelConfig(
             family=family, d_model=16, n_layers=n_layers, n_heads=2, d_ff=32, context=16
@@ -36,5 +38,5 @@ def train_tiny(
         log_max=log_max,
         **overrides,
     )
-    train(cfg, run_dir, progress=False)
+    train(cfg, run_dir, progress=False, max_steps=max_steps)
     return run_dir
