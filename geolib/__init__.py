@@ -38,7 +38,9 @@ Measurements
 Pipeline and book
     config           a stage's view of ``params.yaml``; profiles; checked numbers and flags
     outputs          where a chapter writes (pipeline folders, or ``explore/`` under overrides)
-    plotting         the figure style; byte-reproducible saving; ``show``
+    plotting         the figure style; byte-reproducible saving; ``show``, ``show_table``
+    provenance       where a figure came from: stage, parameters, commit, inputs; the check
+    book             an executed chapter as the book shows it: code folded, claim abstract
     claims           verdict rules and the claims table
 """
 

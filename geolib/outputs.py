@@ -42,11 +42,17 @@ def overrides_tag(overrides: Mapping[str, Any]) -> str:
 
 
 def stage_outputs(
-    stage: str, overrides: Mapping[str, Any] | None = None, *, create: bool = True
+    stage: str,
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    create: bool = True,
+    params_path: str | Path | None = None,
 ) -> StageOutputs:
     """Output locations of ``stage``; under overrides, a fresh exploration folder.
 
-    With ``create`` the folders are made and an exploration's ``overrides.json`` is written.
+    With ``create`` the folders are made and an exploration's ``overrides.json`` is written;
+    with ``params_path`` too, the chapter run's provenance record is written into the figures
+    folder (``geolib.provenance``), without which no figure can be saved there.
     """
     if not stage or "/" in stage or stage.startswith("."):
         raise ValueError(f"not a stage name: {stage!r}")
@@ -69,4 +75,8 @@ def stage_outputs(
         if out.exploring:
             text = json.dumps(dict(overrides or {}), sort_keys=True, indent=2, default=str)
             (out.root / "overrides.json").write_text(text + "\n")
+        if params_path is not None:
+            from geolib.provenance import stage_record, write_stage_record
+
+            write_stage_record(out.figures, stage_record(stage, params_path, overrides))
     return out

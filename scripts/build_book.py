@@ -6,6 +6,8 @@
 2. Vendors MathJax 3.2.2 (PyPI ``django-static-mathjax``) into ``book/_mathjax`` so the book
    typesets math with no network.
 3. Runs ``jupyter-book build book/`` on the notebooks papermill already executed.
+4. Ships the result tables (``data/results/**`` CSV, Parquet, JSON) in the built book under
+   ``_data/``, where the chapters' table links point (``geolib.plotting.show_table``).
 """
 
 from __future__ import annotations
@@ -39,6 +41,18 @@ def vendor_mathjax(dest: Path) -> Path:
     return target
 
 
+def ship_tables(results: Path, dest: Path) -> int:
+    """Copy every CSV, Parquet and JSON file under ``results`` to ``dest`` (same layout)."""
+    n = 0
+    for f in sorted(results.rglob("*")):
+        if f.is_file() and f.suffix in (".csv", ".parquet", ".json"):
+            target = dest / f.relative_to(results)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(f, target)
+            n += 1
+    return n
+
+
 def main() -> int:
     claim_files = sorted((ROOT / "data" / "claims").glob("*.json"))
     claims.main([str(BOOK / "_generated" / "claims.md"), *map(str, claim_files)])
@@ -56,7 +70,8 @@ def main() -> int:
     jb = Path(sys.executable).parent / "jupyter-book"
     cmd = [str(jb), "build", str(BOOK), "--path-output", str(BOOK), "--all"]
     subprocess.run(cmd, check=True, cwd=ROOT)
-    print(f"book: {html / 'index.html'}")
+    shipped = ship_tables(ROOT / "data" / "results", html / "_data" / "data" / "results")
+    print(f"book: {html / 'index.html'} ({shipped} result tables shipped for download)")
     return 0
 
 

@@ -6,7 +6,9 @@ For the index and every chapter page: the page is served from 127.0.0.1, Chromiu
 with all other hosts unresolvable, and the check fails if the browser asked for anything not
 on the local server (from Chromium's net log), if any local request failed (404), or if math
 was left untypeset (every ``.math`` element must contain a MathJax ``mjx-container``).
-Needs Debian's ``chromium`` package.
+Chapter pages are also read as a reader sees them (:func:`reader_problems`): no visible code
+cell before the first prose under the title, a provenance line under every figure, and every
+table's download link pointing at a file the book ships. Needs Debian's ``chromium`` package.
 """
 
 from __future__ import annotations
@@ -77,6 +79,33 @@ def external_requests(netlog: Path, origin: str) -> list[str]:
     return sorted(u for u in urls if not u.startswith(internal))
 
 
+_CELL = re.compile(r'<div class="cell[ "]')
+
+
+def reader_problems(dom: str, page: Path, root: Path) -> list[str]:
+    """What a reader of chapter ``page`` (its path under the book ``root``) would miss in its
+    rendered ``dom``: code shown before the prose, a figure without its provenance line, a
+    table link to a file the book does not ship."""
+    problems = []
+    cells = _CELL.split(dom)[1:]
+    visible = [c for c in cells if "cell_input" in c and "hide above-input" not in c]
+    title = dom.find("<h1")
+    prose = dom.find("<p", title) if title >= 0 else -1
+    first_code = min((dom.find(c) for c in visible), default=-1)
+    if visible and (prose < 0 or first_code < prose):
+        problems.append("a code cell is visible before the first prose under the title")
+    for i, cell in enumerate(cells):
+        n_img = len(re.findall(r"<img\b", cell))
+        n_prov = cell.count('class="provenance"')
+        if n_img > n_prov:
+            problems.append(f"cell {i}: {n_img} figure(s), {n_prov} provenance line(s)")
+    for href in re.findall(r'class="table-download" href="([^"]+)"', dom):
+        target = (root / page).parent / href
+        if not target.resolve().is_file():
+            problems.append(f"table link {href} does not resolve to a file in the book")
+    return problems
+
+
 def check_page(chromium: str, url: str, origin: str, workdir: Path) -> list[str]:
     netlog = workdir / "netlog.json"
     cmd = [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={workdir / 'profile'}",
@@ -89,7 +118,14 @@ def check_page(chromium: str, url: str, origin: str, workdir: Path) -> list[str]
         problems.append(f"math not typeset: {n_math} math elements, {n_rendered} rendered")
     if "<body" not in dom:
         problems.append("page did not load")
+    page = Path(url.removeprefix(origin))
+    if page.parts[:1] == ("chapters",):
+        problems += reader_problems(dom, page, ROOT_OF[origin])
     return problems
+
+
+#: the book folder served at each origin (set by :func:`main`)
+ROOT_OF: dict[str, Path] = {}
 
 
 def main(argv: list[str]) -> int:
@@ -105,6 +141,7 @@ def main(argv: list[str]) -> int:
     server.failures = []
     threading.Thread(target=server.serve_forever, daemon=True).start()
     origin = f"http://127.0.0.1:{server.server_address[1]}/"
+    ROOT_OF[origin] = root
     pages = [
         "index.html",
         "intro.html",
@@ -123,7 +160,10 @@ def main(argv: list[str]) -> int:
     if bad:
         print(json.dumps(bad, indent=2), file=sys.stderr)
         return 1
-    print(f"book reads offline: {len(pages)} pages, no external requests, all math typeset")
+    print(
+        f"book reads offline: {len(pages)} pages, no external requests, all math typeset; "
+        "chapters open with prose, every figure has its provenance, every table link resolves"
+    )
     return 0
 
 

@@ -2,7 +2,8 @@
 
     python scripts/run_notebook.py NAME [--params params.yaml] [-y "overrides: {k: v}"]
 
-Runs ``notebooks/NAME.ipynb`` from the repository root into ``book/chapters/NAME.ipynb``.
+Runs ``notebooks/NAME.ipynb`` from the repository root into ``book/chapters/NAME.ipynb``,
+then prepares that copy for the book (``geolib.book.present``: code folded, claim abstract).
 The notebook reads its own section of the parameters file. With overrides, the executed copy
 and everything the chapter writes go to an exploration folder (``geolib.outputs``), printed at
 the end: the pipeline's results change only through ``dvc repro``.
@@ -11,6 +12,7 @@ the end: the pipeline's results change only through ``dvc repro``.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -18,6 +20,7 @@ from pathlib import Path
 import papermill as pm
 import yaml
 
+from geolib.book import present
 from geolib.outputs import stage_outputs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,15 +45,19 @@ def main(argv: list[str] | None = None) -> int:
     out = stage_outputs(args.name, overrides)
     out_dir = Path(args.out_dir or (out.root if out.exploring else "book/chapters"))
     (ROOT / out_dir).mkdir(parents=True, exist_ok=True)
+    executed = ROOT / out_dir / f"{args.name}.ipynb"
     pm.execute_notebook(
         str(source),
-        str(ROOT / out_dir / f"{args.name}.ipynb"),
+        str(executed),
         parameters={"params_path": args.params, "overrides": overrides},
         cwd=str(ROOT),
         kernel_name="python3",
         progress_bar=sys.stderr.isatty(),
         log_output=False,
     )
+    # as the book shows it: code folded, the claim abstract under the title (geolib.book)
+    nb = present(json.loads(executed.read_text()), out.claims)
+    executed.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
     if out.exploring:
         print(f"exploration (overrides {overrides}): outputs in {out.root}/")
     return 0

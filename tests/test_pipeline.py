@@ -233,7 +233,8 @@ def test_notebook_writes_only_through_stage_outputs(nb_path):
 
     name = nb_path.stem
     code = _code_of_notebook(nb_path)
-    assert f'OUT = stage_outputs("{name}", overrides)' in code
+    # the chapter run's provenance record is written with its outputs (no figure without it)
+    assert f'OUT = stage_outputs("{name}", overrides, params_path=params_path)' in code
     spelled = [s for s in _string_literals(code) if s.startswith(OUTPUT_PREFIXES)]
     assert not spelled, f"{name}: output paths spelled out instead of OUT.*: {spelled}"
     assert "savefig(" not in code and "plt.show()" not in code, "figures go through show()"
@@ -356,3 +357,12 @@ def test_lock_check_flags_stale_sources_and_params_but_not_missing_outputs():
         'b: changed deps: params.yaml {"b": "modified"}',
         "b: changed command",
     ]
+
+
+def test_figures_have_fresh_provenance():
+    """Every figure of the default results has a provenance record whose files and parameters
+    are current (CI, on a fresh clone with no results, checks the smoke run's figures with
+    ``python -m geolib.provenance check``)."""
+    from geolib.provenance import check
+
+    assert check(ROOT / "figures", ROOT / "params.yaml") == []

@@ -43,13 +43,68 @@ def test_a_different_figure_gives_different_bytes(tmp_path):
     assert png.read_bytes() != other.read_bytes()
 
 
-def test_show_displays_the_saved_png(tmp_path, monkeypatch):
+def _stage_record(folder, stage="demo", params=None):
+    from geolib import provenance
+
+    record = {
+        "stage": stage,
+        "overrides": {},
+        "params": params or {stage: {"n": 1}},
+        "params_sha256": "abcd1234",
+        "git": {"commit": "0123456789abcdef", "dirty": True, "changed": ["x"]},
+        "reproduce": f"dvc repro {stage}",
+    }
+    return provenance.write_stage_record(folder, record)
+
+
+def test_show_displays_the_saved_png_and_its_provenance(tmp_path, monkeypatch):
     shown = []
     monkeypatch.setattr("IPython.display.display", lambda obj: shown.append(obj))
+    _stage_record(tmp_path / "figures")
     fig, ax = plt.subplots()
     ax.plot([0, 1])
     png = plotting.show(fig, tmp_path / "figures" / "line")
     assert png == tmp_path / "figures" / "line.png" and png.is_file()
     assert (tmp_path / "figures" / "line.svg").is_file()
-    assert len(shown) == 1 and shown[0].data == png.read_bytes()
+    assert len(shown) == 2 and shown[0].data == png.read_bytes()
+    line = shown[1].data
+    assert 'class="provenance"' in line and "0123456+dirty" in line and "abcd1234" in line
+    assert "<pre>dvc repro demo</pre>" in line
     assert not plt.fignum_exists(fig.number), "the figure is closed once saved"
+    import json
+
+    record = json.loads((tmp_path / "figures" / "line.provenance.json").read_text())
+    assert record["figure"] == "line" and set(record["files"]) == {"line.png", "line.svg"}
+
+
+def test_show_refuses_a_figure_without_provenance(tmp_path, monkeypatch):
+    import pytest
+
+    monkeypatch.setattr("IPython.display.display", lambda obj: None)
+    fig, ax = plt.subplots()
+    with pytest.raises(FileNotFoundError, match="no provenance"):
+        plotting.show(fig, tmp_path / "figures" / "line")
+    assert not list((tmp_path / "figures").glob("*")) if (tmp_path / "figures").exists() else True
+    plt.close(fig)
+
+
+def test_show_table_links_its_file_and_caps_rows(tmp_path, monkeypatch):
+    import pandas as pd
+    import pytest
+
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj: shown.append(obj))
+    monkeypatch.chdir(tmp_path)
+    src = tmp_path / "data" / "results" / "demo" / "t.csv"
+    src.parent.mkdir(parents=True)
+    table = pd.DataFrame({"a": range(50), "b": [0.123456] * 50})
+    table.to_csv(src, index=False)
+    plotting.show_table(table, "data/results/demo/t.csv", max_rows=10)
+    html = shown[0].data
+    assert html.count("<tr>") == 11  # header + 10 rows
+    assert "first 10 of 50 rows" in html and "0.123<" in html
+    assert 'href="../_data/data/results/demo/t.csv"' in html
+    plotting.show_table(table, "data/results/demo/t.csv", max_rows=10)
+    assert shown[1].data == html  # stable ids: the same bytes twice
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        plotting.show_table(table, "data/results/demo/missing.csv")
