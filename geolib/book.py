@@ -55,7 +55,17 @@ def present(nb: dict[str, Any], claims_file: str | Path | None = None) -> dict[s
     """Tag the cells of an executed notebook ``nb`` (nbformat JSON as a dict) and insert its
     abstract (module docstring); returns ``nb``, changed in place. Idempotent."""
     cells = nb["cells"]
-    cells[:] = [c for c in cells if ABSTRACT_TAG not in c.get("metadata", {}).get("tags", [])]
+    for i, c in enumerate(cells):  # undo an earlier present(): drop its abstract, rejoin the title
+        tags = c.get("metadata", {}).get("tags", [])
+        if ABSTRACT_TAG + "-split" in tags and i >= 2:
+            head = cells[i - 2]["source"]
+            head = "".join(head) if isinstance(head, list) else head
+            cells[i - 2]["source"] = head + "\n" + "".join(c["source"])
+    cells[:] = [
+        c
+        for c in cells
+        if not {ABSTRACT_TAG, ABSTRACT_TAG + "-split"} & set(c.get("metadata", {}).get("tags", []))
+    ]
     setup_done = False
     for cell in cells:
         if cell["cell_type"] != "code":
@@ -72,7 +82,12 @@ def present(nb: dict[str, Any], claims_file: str | Path | None = None) -> dict[s
     if text is None:
         return nb
     first = next((i for i, c in enumerate(cells) if c["cell_type"] == "markdown"), None)
-    abstract = {"cell_type": "markdown", "metadata": {"tags": [ABSTRACT_TAG]}, "source": text}
+    abstract = {
+        "cell_type": "markdown",
+        "id": "abstract",
+        "metadata": {"tags": [ABSTRACT_TAG]},
+        "source": text,
+    }
     if first is None:
         cells.insert(0, abstract)
         return nb
@@ -81,7 +96,12 @@ def present(nb: dict[str, Any], claims_file: str | Path | None = None) -> dict[s
     heading, _, rest = source.partition("\n")
     if heading.startswith("# ") and rest.strip():  # the abstract goes right under the title
         cells[first]["source"] = heading + "\n"
-        body = {"cell_type": "markdown", "metadata": {}, "source": rest.lstrip("\n")}
+        body = {
+            "cell_type": "markdown",
+            "id": "introduction",
+            "metadata": {"tags": [ABSTRACT_TAG + "-split"]},
+            "source": rest.lstrip("\n"),
+        }
         cells[first + 1 : first + 1] = [abstract, body]
     else:
         cells.insert(first + 1, abstract)
