@@ -96,3 +96,28 @@ def show_table(
         f'href="{href}" download>{source.name}</a></small></p>'
     )
     display(HTML(styler.to_html() + link))
+
+
+def interval_points(
+    ax,
+    x,
+    y,
+    *,
+    xlow=None,
+    xhigh=None,
+    ylow=None,
+    yhigh=None,
+    fmt: str = "o",
+    color=None,
+    label: str | None = None,
+    ms: float = 4,
+    lw: float = 0.8,
+) -> None:
+    """Points ``(x, y)`` with their intervals drawn as lines from low to high (along x, y or
+    both). Unlike ``errorbar``, an interval need not contain its point: a percentile bootstrap
+    interval of a biased statistic (R² near 0, a partial correlation) may lie beside it."""
+    if xlow is not None:
+        ax.hlines(y, xlow, xhigh, color=color, lw=lw)
+    if ylow is not None:
+        ax.vlines(x, ylow, yhigh, color=color, lw=lw)
+    ax.plot(x, y, fmt, color=color, ms=ms, label=label, linestyle="none")

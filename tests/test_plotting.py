@@ -108,3 +108,13 @@ def test_show_table_links_its_file_and_caps_rows(tmp_path, monkeypatch):
     assert shown[1].data == html  # stable ids: the same bytes twice
     with pytest.raises(FileNotFoundError, match="does not exist"):
         plotting.show_table(table, "data/results/demo/missing.csv")
+
+
+def test_interval_points_draws_intervals_that_miss_their_point():
+    """A percentile interval may lie beside its estimate (errorbar refuses that)."""
+    fig, ax = plt.subplots()
+    plotting.interval_points(ax, [0.01, 0.2], [0, 1], xlow=[0.02, 0.1], xhigh=[0.3, 0.4])
+    (segments,) = [c for c in ax.collections]
+    assert np.allclose(segments.get_segments()[0], [[0.02, 0], [0.3, 0]])
+    assert ax.lines[0].get_xdata().tolist() == [0.01, 0.2]
+    plt.close(fig)
