@@ -366,3 +366,27 @@ def test_figures_have_fresh_provenance():
     from geolib.provenance import check
 
     assert check(ROOT / "figures", ROOT / "params.yaml") == []
+
+
+def test_reader_check_flags_code_first_bare_figures_and_dead_table_links(tmp_path):
+    check_book = _load_script("check_book")
+    (tmp_path / "_data").mkdir()
+    (tmp_path / "_data" / "t.csv").write_text("a\n1\n")
+    page = Path("chapters/x.html")
+    folded = (
+        '<div class="cell tag_hide-input"><details class="hide above-input">'
+        '<div class="cell_input">code</div></details>'
+        '<div class="cell_output"><img src="a.png"><div class="provenance">p</div></div></div>'
+    )
+    link = '<a class="table-download" href="../_data/t.csv">t.csv</a>'
+    good = f"<h1>T</h1><p>prose</p>{folded}{link}"
+    assert check_book.reader_problems(good, page, tmp_path) == []
+    code_first = '<h1>T</h1><div class="cell"><div class="cell_input">x</div></div><p>prose</p>'
+    assert (
+        "visible before the first prose"
+        in check_book.reader_problems(code_first, page, tmp_path)[0]
+    )
+    bare = good.replace('<div class="provenance">p</div>', "")
+    assert "1 figure(s), 0 provenance" in check_book.reader_problems(bare, page, tmp_path)[0]
+    dead = good.replace('t.csv"', 'missing.csv"')
+    assert "does not resolve" in check_book.reader_problems(dead, page, tmp_path)[0]
