@@ -3,14 +3,12 @@ source run."""
 
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 import pytest
 
 from geolib import forgetting as fg
 from tests.test_checkpoints import V, make_tokenizer
-from tests.tiny import train_tiny
+from tests.tiny import train_tiny, tree_hashes
 
 
 def test_split_domain_is_disjoint_and_ordered():
@@ -54,17 +52,9 @@ def tiny_run(tmp_path_factory):
     return root
 
 
-def _tree_hashes(folder):
-    return {
-        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(folder.rglob("*"))
-        if p.is_file()
-    }
-
-
 def test_forget_point_learns_the_domain_and_leaves_the_run_alone(tiny_run):
     run = tiny_run / "runs" / "point"
-    before = _tree_hashes(run)
+    before = tree_hashes(run)
     p = {
         "domain": str(tiny_run / "domain.npy"),
         "tune_fraction": 0.8,
@@ -78,7 +68,7 @@ def test_forget_point_learns_the_domain_and_leaves_the_run_alone(tiny_run):
         "ci_level": 0.9,
     }
     row, windows = fg.forget_point(run, p, seed=0)
-    assert _tree_hashes(run) == before  # fine-tuning touched no file of the source run
+    assert tree_hashes(run) == before  # fine-tuning touched no file of the source run
     assert row["tune_steps"] == 4096 // (8 * 16)
     assert row["gain"] > 0 and row["gain_ci_low"] > 0  # it learned the new domain
     assert row["domain_after"] < row["domain_before"]

@@ -3,7 +3,6 @@ untouched, deterministic), and the whole stage on tiny runs standing in for a sw
 
 from __future__ import annotations
 
-import hashlib
 import json
 
 import numpy as np
@@ -12,7 +11,7 @@ import pytest
 
 from geolib import quant_robustness as qr
 from tests.test_checkpoints import V, make_tokenizer
-from tests.tiny import train_tiny
+from tests.tiny import train_tiny, tree_hashes
 
 NAMES = list("abcdefghijkl")
 
@@ -60,21 +59,13 @@ def _params(root, out=None):
     }
 
 
-def _tree_hashes(folder):
-    return {
-        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(folder.rglob("*"))
-        if p.is_file()
-    }
-
-
 def test_quantize_point_is_paired_and_leaves_the_run_alone(tiny_sweep):
     p = _params(tiny_sweep)
     run = tiny_sweep / "runs" / "l"
-    before = _tree_hashes(run)
+    before = tree_hashes(run)
     windows, calib = qr.eval_windows(p), qr.calibration(p)
     rows, layers, per_window = qr.quantize_point(run, p, windows, calib)
-    assert _tree_hashes(run) == before  # quantization touched no file of the source run
+    assert tree_hashes(run) == before  # quantization touched no file of the source run
     assert len(rows) == 2 * 2 * 2 * 2  # methods × bits × (blocks, + head) × splits
     t = pd.DataFrame(rows)
     assert set(t.setting) == {"rtn4", "rtn3", "gptq4", "gptq3"} | {

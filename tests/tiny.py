@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from geolib.models import ModelConfig
@@ -40,3 +41,12 @@ def train_tiny(
     )
     train(cfg, run_dir, progress=False, max_steps=max_steps)
     return run_dir
+
+
+def tree_hashes(folder: Path) -> dict[str, str]:
+    """SHA-256 of every file under ``folder``, by relative path (to show a run untouched)."""
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
