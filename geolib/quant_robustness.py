@@ -64,9 +64,10 @@ def settings(p: dict[str, Any]) -> list[QuantSpec]:
     ]
 
 
-def column(spec: QuantSpec, split: str) -> str:
-    """The per-model table's column of the loss increase of ``spec`` on ``split``."""
-    return f"q_{spec.label}_{split}"
+def column(setting: str, split: str) -> str:
+    """The per-model table's column of the loss increase of ``setting`` (a
+    :attr:`QuantSpec.label`) on ``split``."""
+    return f"q_{setting}_{split}"
 
 
 def eval_windows(p: dict[str, Any]) -> dict[str, np.ndarray]:
@@ -138,7 +139,7 @@ def wide(long: pd.DataFrame) -> pd.DataFrame:
     parts = []
     for suffix, col in (("", "increase"), ("_ci_low", "ci_low"), ("_ci_high", "ci_high")):
         t = long.pivot(index="name", columns=["setting", "split"], values=col)
-        t.columns = [f"q_{a}_{b}{suffix}" for a, b in t.columns]
+        t.columns = [column(a, b) + suffix for a, b in t.columns]
         parts.append(t)
     out = pd.concat(parts, axis=1)
     return out[sorted(out.columns)].reset_index()
@@ -199,7 +200,7 @@ def run_stage(p: dict[str, Any], sweep: dict[str, Any], models_table: str, log=p
 
     kw = dict(n_boot=int(p["n_boot"]), level=float(p["ci_level"]), seed=int(p["seed"]))
     labels = sorted(set(long["setting"]), key=list(long["setting"]).index)
-    outcomes = [f"q_{label}_{OUTCOME_SPLIT}" for label in labels]
+    outcomes = [column(label, OUTCOME_SPLIT) for label in labels]
     prediction(table, outcomes, [ID_LOSS, "w_erank", "h_erank"], **kw).to_csv(
         out / "prediction.csv", index=False, float_format="%.6g"
     )
