@@ -106,7 +106,7 @@ def reader_problems(dom: str, page: Path, root: Path) -> list[str]:
     return problems
 
 
-def check_page(chromium: str, url: str, origin: str, workdir: Path) -> list[str]:
+def check_page(chromium: str, url: str, origin: str, workdir: Path, root: Path) -> list[str]:
     netlog = workdir / "netlog.json"
     cmd = [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={workdir / 'profile'}",
            f"--log-net-log={netlog}", "--dump-dom", url]  # fmt: skip
@@ -120,12 +120,8 @@ def check_page(chromium: str, url: str, origin: str, workdir: Path) -> list[str]
         problems.append("page did not load")
     page = Path(url.removeprefix(origin))
     if page.parts[:1] == ("chapters",):
-        problems += reader_problems(dom, page, ROOT_OF[origin])
+        problems += reader_problems(dom, page, root)
     return problems
-
-
-#: the book folder served at each origin (set by :func:`main`)
-ROOT_OF: dict[str, Path] = {}
 
 
 def main(argv: list[str]) -> int:
@@ -141,7 +137,6 @@ def main(argv: list[str]) -> int:
     server.failures = []
     threading.Thread(target=server.serve_forever, daemon=True).start()
     origin = f"http://127.0.0.1:{server.server_address[1]}/"
-    ROOT_OF[origin] = root
     pages = [
         "index.html",
         "intro.html",
@@ -150,7 +145,7 @@ def main(argv: list[str]) -> int:
     report: dict[str, list[str]] = {}
     for page in pages:
         with tempfile.TemporaryDirectory() as tmp:
-            report[page] = check_page(chromium, origin + page, origin, Path(tmp))
+            report[page] = check_page(chromium, origin + page, origin, Path(tmp), root)
     server.shutdown()
     if server.failures:
         report["local server"] = sorted(set(server.failures))
