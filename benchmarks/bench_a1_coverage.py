@@ -31,7 +31,7 @@ import numpy as np
 from scipy import stats
 
 from geolib.config import stage_params
-from geolib.stats import fit_loglog, proportion_ci
+from geolib.measure.stats import fit_loglog, proportion_ci
 from geolib.theory import collapse as th
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""Speed and accuracy of geolib.metrics against the IsoScore package, SVD and a bare X^T X.
+"""Speed and accuracy of geolib.measure.metrics against the IsoScore package, SVD and a bare X^T X.
 
 Usage: ``python benchmarks/bench_metrics.py [--quick] [--repeats R]``
 
@@ -34,8 +34,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from geolib import metrics
-from geolib.synthetic import spectrum_effective_rank, spectrum_isoscore
+from geolib.measure import metrics
+from geolib.measure.synthetic import spectrum_effective_rank, spectrum_isoscore
 
 try:
     from IsoScore import IsoScore as isoscore_pkg

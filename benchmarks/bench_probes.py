@@ -3,8 +3,8 @@
     python benchmarks/bench_probes.py [--params params.yaml] [--steps 6] [--repeats 3]
 
 For each default model (the ``train_*`` sections merged over ``train``), times the real
-training step (``geolib.train.train_step``: forward, backward, clipping, AdamW) and the probe
-pass (``geolib.probes.states_and_gradients``: forward, backward to every layer's residual
+training step (``geolib.models.train.train_step``: forward, backward, clipping, AdamW) and the probe
+pass (``geolib.measure.probes.states_and_gradients``: forward, backward to every layer's residual
 stream, no weight gradients) on the same batches, in alternating blocks so that machine noise
 hits both alike; the best block of each is kept. Reports tokens/s of each and the ratio
 probe/train (the target is >= 0.8). Run it alone: other busy processes ruin torch's threads.
@@ -25,9 +25,9 @@ import torch
 from bench_train import config_and_tokens
 
 from geolib.config import load_params
-from geolib.models import build_model
-from geolib.probes import states_and_gradients
-from geolib.train import (
+from geolib.models.families import build_model
+from geolib.measure.probes import states_and_gradients
+from geolib.models.train import (
     keep_freed_memory,
     lr_at,
     make_batch,

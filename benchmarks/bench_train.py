@@ -6,13 +6,13 @@
 Peak: the best of several large float32 matmuls (``n×n @ n×n``, ``2n³`` FLOPs) with torch's
 default thread count — the machine's achievable fp32 matmul rate. Each default model (the
 ``train_*`` sections, merged over ``train``) then runs the real training step
-(``geolib.train.train_step``: forward, backward, clipping, fused AdamW) on batches drawn as in
+(``geolib.models.train.train_step``: forward, backward, clipping, fused AdamW) on batches drawn as in
 training (real tokens if present, else uniform random ids), timed after warm-up steps. The
 best of ``--repeats`` timed blocks is reported, since other processes only ever slow a block.
 
 FLOPs per token: ``6·N_matmul + 12·n_layers·d_model·seq_len`` with the LM head counted on the
 fraction of positions it runs on (all for decoders, the masked 15% for the encoder), see
-``geolib.models.train_flops_per_token``. MFU = achieved FLOP/s ÷ measured peak.
+``geolib.models.families.train_flops_per_token``. MFU = achieved FLOP/s ÷ measured peak.
 Writes ``benchmarks/results/bench_train.json``. Numbers on a shared machine are noisy.
 
 ``--compile`` also builds each model a second time from the same seed, compiles it with
@@ -21,7 +21,7 @@ and times eager and compiled training steps in alternating blocks on the same ba
 both see the same machine load. Reported per model: tokens/s of both (best and median block),
 the speed-up, the compile time (the first compiled steps' time beyond an eager step's) and the
 largest difference between the two models' losses, step by step (same initial weights, same
-batches, same optimizer). The encoder's loss (``geolib.train.lm_loss_sum``) calls
+batches, same optimizer). The encoder's loss (``geolib.models.train.lm_loss_sum``) calls
 ``model.base_model`` and ``model.cls`` rather than ``model(...)``, which ``torch.compile(model)``
 would leave uncompiled; for it those two modules are compiled in place instead.
 Results go to ``benchmarks/results/bench_train_compile.json``.
@@ -41,8 +41,8 @@ import numpy as np
 import torch
 
 from geolib.config import load_params
-from geolib.models import build_model, count_params, matmul_params, train_flops_per_token
-from geolib.train import (
+from geolib.models.families import build_model, count_params, matmul_params, train_flops_per_token
+from geolib.models.train import (
     keep_freed_memory,
     lr_at,
     make_batch,
@@ -284,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
         params = FALLBACK_PARAMS
     sections = args.sections or [s for s in load_params(params) if s.startswith("train_")]
     torch.use_deterministic_algorithms(True, warn_only=True)
-    keep_freed_memory()  # as geolib.train does on CPU
+    keep_freed_memory()  # as geolib.models.train does on CPU
     if args.compile:
         return main_compile(params, sections, args)
     peak_before = matmul_peak()

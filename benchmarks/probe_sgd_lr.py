@@ -18,7 +18,7 @@ import time
 import yaml
 
 from geolib.config import deep_update
-from geolib.train import TrainConfig, train
+from geolib.models.train import TrainConfig, train
 
 
 def main() -> None:

@@ -7,7 +7,7 @@ Data
     acquire          fetch pinned, checksummed packages from registries; read files out of them
     rdata            R's XDR serialization and lazy-load databases, in pure Python
     text             cleaning and segmentation of raw text (pure string functions)
-    corpus           works → documents → splits → jsonl and datasheet (``python -m geolib.corpus``)
+    corpus           works → documents → splits → jsonl and datasheet (``python -m geolib.data.corpus``)
     tokenizer        byte-level BPE trained on the training split; token-id arrays
     tokens           token arrays and token-frequency tables (what training and analyses read)
 Models and runs

@@ -7,7 +7,7 @@
    typesets math with no network.
 3. Runs ``jupyter-book build book/`` on the notebooks papermill already executed.
 4. Ships the result tables (``data/results/**`` CSV, Parquet, JSON) in the built book under
-   ``_data/``, where the chapters' table links point (``geolib.plotting.show_table``).
+   ``_data/``, where the chapters' table links point (``geolib.report.plotting.show_table``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from geolib import claims
+from geolib.report import claims
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -32,7 +32,7 @@ EXEMPT_READS: dict[str, tuple[str, ...]] = {
     # (runs done / total, ETA); nothing it writes depends on them.
     "sweep_run": ("runs/sweep",),
 }
-#: Reads any stage may make: a chapter's provenance record (geolib.provenance) reads its own
+#: Reads any stage may make: a chapter's provenance record (geolib.report.provenance) reads its own
 #: stage's deps and params list from dvc.yaml to hash its inputs; nothing it computes depends
 #: on the file, and depending on it would rerun every chapter on any pipeline edit.
 EXEMPT_EVERYWHERE = ("dvc.yaml",)

@@ -3,9 +3,9 @@
     python scripts/run_notebook.py NAME [--params params.yaml] [-y "overrides: {k: v}"]
 
 Runs ``notebooks/NAME.ipynb`` from the repository root into ``book/chapters/NAME.ipynb``,
-then prepares that copy for the book (``geolib.book.present``: code folded, claim abstract).
+then prepares that copy for the book (``geolib.report.book.present``: code folded, claim abstract).
 The notebook reads its own section of the parameters file. With overrides, the executed copy
-and everything the chapter writes go to an exploration folder (``geolib.outputs``), printed at
+and everything the chapter writes go to an exploration folder (``geolib.report.outputs``), printed at
 the end: the pipeline's results change only through ``dvc repro``.
 """
 
@@ -20,8 +20,8 @@ from pathlib import Path
 import papermill as pm
 import yaml
 
-from geolib.book import present
-from geolib.outputs import stage_outputs
+from geolib.report.book import present
+from geolib.report.outputs import stage_outputs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         progress_bar=sys.stderr.isatty(),
         log_output=False,
     )
-    # as the book shows it: code folded, the claim abstract under the title (geolib.book)
+    # as the book shows it: code folded, the claim abstract under the title (geolib.report.book)
     nb = present(json.loads(executed.read_text()), out.claims)
     executed.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
     if out.exploring:

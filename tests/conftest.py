@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from geolib import acquire
+from geolib.data import acquire
 from tests.synthetic_packages import make_targz, novel
 
 
@@ -39,7 +39,7 @@ def decoder_and_encoder_runs(tmp_path_factory):
     (gradient energy, residual isotropy) are tested on."""
     import numpy as np
 
-    from tests.test_checkpoints import V, make_tokenizer
+    from tests.models.test_checkpoints import V, make_tokenizer
     from tests.tiny import train_tiny
 
     root = tmp_path_factory.mktemp("runs2")

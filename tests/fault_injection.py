@@ -29,7 +29,7 @@ TINY = dict(total_steps=6, checkpoint_every=5)
 def _tiny_run(root: Path, max_steps: int | None = None, name: str = "run") -> Path:
     """A tiny finished run in ``root/run`` (with ``max_steps``: one stopped early, in
     ``root/<name>``); the tokenizer and the token file are made once per ``root``."""
-    from tests.test_checkpoints import V, make_tokenizer
+    from tests.models.test_checkpoints import V, make_tokenizer
     from tests.tiny import train_tiny
 
     if not (root / "tokenizer").is_dir():
@@ -84,7 +84,7 @@ def faults(base: Path, scratch: Path) -> dict[str, Callable[[], str]]:
     """The catalogue: fault name → a function that injects it and returns its outcome.
     ``base`` is a finished :func:`_tiny_run`; beside it, ``partial`` is the same run stopped
     after 5 of 6 steps (made here if missing)."""
-    from geolib.checkpoints import CheckpointError, load
+    from geolib.models.checkpoints import CheckpointError, load
 
     root = base.parent
     partial = root / "partial"
@@ -150,13 +150,13 @@ def faults(base: Path, scratch: Path) -> dict[str, Callable[[], str]]:
         return RECOVERED if p["lr"] == 1e-3 and isinstance(p["lr"], float) else SILENT
 
     def train_lr_string():
-        from geolib.train import TrainConfig
+        from geolib.models.train import TrainConfig
 
         cfg = TrainConfig(vocab_size=64, tokenizer=None, lr="1e-3")
         return RECOVERED if cfg.lr == 1e-3 else SILENT
 
     def model_flag_string():
-        from geolib.models import ModelConfig
+        from geolib.models.families import ModelConfig
 
         return expect_error(
             lambda: ModelConfig(tie_embeddings="false"), ValueError, "tie_embeddings"
@@ -212,19 +212,19 @@ def faults(base: Path, scratch: Path) -> dict[str, Callable[[], str]]:
         return expect_error(lambda: load(str(run.parent / "rnu")), CheckpointError, "no run")
 
     def claim_not_string():
-        from geolib.claims import Claim
+        from geolib.report.claims import Claim
 
         return expect_error(lambda: Claim("A1", "reproduced", 0.5, "ch"), ValueError, "string")
 
     def claim_pipe_newline():
-        from geolib.claims import Claim, claims_markdown
+        from geolib.report.claims import Claim, claims_markdown
 
         md = claims_markdown({"A1": [Claim("A1", "reproduced", "a | b\nc", "ch")]})
         row = next(line for line in md.splitlines() if line.startswith("| **A1**"))
         return RECOVERED if "a \\| b c" in row else SILENT
 
     def covariance_nan_chunk():
-        from geolib.metrics import StreamingCovariance
+        from geolib.measure.metrics import StreamingCovariance
 
         acc = StreamingCovariance(3).update(np.ones((4, 3)) + np.eye(4, 3))
         bad = np.ones((10, 3))
@@ -233,7 +233,7 @@ def faults(base: Path, scratch: Path) -> dict[str, Callable[[], str]]:
         return state if acc.count != 4 else (RECOVERED if state == CAUGHT else state)
 
     def non_psd_c0():
-        from geolib.metrics import isoscore_star
+        from geolib.measure.metrics import isoscore_star
 
         c0 = np.eye(3)
         c0[0, 0] = -0.2
@@ -246,12 +246,12 @@ def faults(base: Path, scratch: Path) -> dict[str, Callable[[], str]]:
         return expect_error(lambda: predicted_ratio_from_moments(1.0, 1.0, 0.5), ValueError, "m4")
 
     def mean_ci_2d():
-        from geolib.stats import mean_ci
+        from geolib.measure.stats import mean_ci
 
         return expect_error(lambda: mean_ci(np.ones((3, 2))), ValueError, "one-dimensional")
 
     def train_config(**bad):
-        from geolib.train import TrainConfig
+        from geolib.models.train import TrainConfig
 
         return expect_error(
             lambda: TrainConfig(vocab_size=64, tokenizer=None, **bad), ValueError, next(iter(bad))

@@ -74,7 +74,7 @@ def test_claim_anchors_exist_in_the_chapter(nb_path):
     assert anchors, "a chapter that writes claims must give each row an anchor"
     for anchor in anchors:
         assert f"({anchor})=" in markdown, f"no MyST target ({anchor})= in {nb_path.name}"
-    assert "rule_from_params(" in code, "verdicts come from a geolib.claims rule"
+    assert "rule_from_params(" in code, "verdicts come from a geolib.report.claims rule"
 
 
 # ------------------------------------------------------------------------------------------
@@ -194,9 +194,9 @@ def test_dependency_check_catches_a_removed_dep():
     stage = dict(DVC["chord_arc"])
     reached = reached_modules(stage)
     assert Path("geolib/theory/curvature.py") in reached
-    assert Path("geolib/stats.py") in reached  # through the theory modules
-    stage["deps"] = [d for d in stage["deps"] if d != "geolib/stats.py"]
-    with pytest.raises(AssertionError, match="geolib/stats.py"):
+    assert Path("geolib/measure/stats.py") in reached  # through the theory modules
+    stage["deps"] = [d for d in stage["deps"] if d != "geolib/measure/stats.py"]
+    with pytest.raises(AssertionError, match="geolib/measure/stats.py"):
         DVC["__probe__"] = stage
         try:
             test_stage_depends_on_every_module_it_reaches("__probe__")
@@ -205,7 +205,7 @@ def test_dependency_check_catches_a_removed_dep():
 
 
 # ------------------------------------------------------------------------------------------
-# Files: a notebook writes only through geolib.outputs; what stages open is declared
+# Files: a notebook writes only through geolib.report.outputs; what stages open is declared
 # ------------------------------------------------------------------------------------------
 
 OUTPUT_PREFIXES = ("figures/", "data/results/", "data/claims/")
@@ -229,7 +229,7 @@ def _string_literals(source: str) -> list[str]:
 def test_notebook_writes_only_through_stage_outputs(nb_path):
     """No output path is spelled out in a notebook: they come from ``stage_outputs`` (so an
     override run goes to ``explore/``), and each kind the notebook writes is a stage out."""
-    from geolib.outputs import stage_outputs
+    from geolib.report.outputs import stage_outputs
 
     name = nb_path.stem
     code = _code_of_notebook(nb_path)
@@ -362,8 +362,8 @@ def test_lock_check_flags_stale_sources_and_params_but_not_missing_outputs():
 def test_figures_have_fresh_provenance():
     """Every figure of the default results has a provenance record whose files and parameters
     are current (CI, on a fresh clone with no results, checks the smoke run's figures with
-    ``python -m geolib.provenance check``)."""
-    from geolib.provenance import check
+    ``python -m geolib.report.provenance check``)."""
+    from geolib.report.provenance import check
 
     assert check(ROOT / "figures", ROOT / "params.yaml") == []
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from geolib.models import ModelConfig
-from geolib.train import TrainConfig, train
+from geolib.models.families import ModelConfig
+from geolib.models.train import TrainConfig, train
 
 
 def train_tiny(
@@ -24,7 +24,7 @@ def train_tiny(
 ) -> Path:
     """Train a 16-wide model of ``family`` into ``run_dir`` (batch 4 × 16 tokens); ``overrides``
     are further ``TrainConfig`` fields (``mask_prob``, ``optimizer``, ``lr`` …); ``max_steps``
-    stops early (a simulated kill), as in :func:`geolib.train.train`."""
+    stops early (a simulated kill), as in :func:`geolib.models.train.train`."""
     cfg = TrainConfig(
         model=ModelConfig(
             family=family, d_model=16, n_layers=n_layers, n_heads=2, d_ff=32, context=16

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from geolib.stats import Estimate, Proportion, SlopeFit, fit_loglog, mean_ci, proportion_ci
+from geolib.measure.stats import Estimate, Proportion, SlopeFit, fit_loglog, mean_ci, proportion_ci
 from geolib.theory import validate as check
 from geolib.theory.validate import Seed
 

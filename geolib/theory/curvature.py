@@ -9,7 +9,7 @@ Conventions: a curve of constant curvature κ ≥ 0 is the circle of radius 1/κ
 origin, with unit tangent ``e_T = (1, 0)`` and unit normal ``e_N = (0, 1)`` (pointing to the
 centre) at the base point; κ = 0 is the tangent line. The point at signed arclength t is
 ``x(t) = (sin(κt)/κ, (1 − cos κt)/κ)``. Every log–log slope comes from
-:func:`geolib.stats.fit_loglog`."""
+:func:`geolib.measure.stats.fit_loglog`."""
 
 from __future__ import annotations
 

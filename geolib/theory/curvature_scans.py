@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from geolib.stats import SlopeFit, fit_loglog
+from geolib.measure.stats import SlopeFit, fit_loglog
 from geolib.theory import validate as check
 from geolib.theory.collapse import sample_mean_dispersion
 from geolib.theory.curvature import (

@@ -1,0 +1,114 @@
+"""Token arrays and token-frequency tables: the files between the tokenizer and the models.
+
+``data/tokens/<domain>/<split>.npy`` holds one split's token ids as a 1-D uint16 array
+(documents separated by the end-of-text id), written by :mod:`geolib.data.tokenizer` and memory-mapped
+by the training and probing code; ``data/corpus/token_freq.csv`` lists every id's count. numpy
+and the standard library only: reading a token array imports no acquisition or corpus code.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+TOKEN_DTYPE = np.uint16
+
+
+def save_tokens(path: str | Path, tokens: np.ndarray) -> Path:
+    """Save a 1-D uint16 token array as ``.npy`` (atomically)."""
+    tokens = np.asarray(tokens)
+    if tokens.ndim != 1:
+        raise ValueError(f"token array must be 1-D, got shape {tokens.shape}")
+    if tokens.dtype != TOKEN_DTYPE:
+        if tokens.size and (tokens.min() < 0 or tokens.max() > np.iinfo(TOKEN_DTYPE).max):
+            raise ValueError("token ids do not fit in uint16 (vocabulary larger than 65536?)")
+        tokens = tokens.astype(TOKEN_DTYPE)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.stem + ".tmp.npy")
+    np.save(tmp, tokens)
+    tmp.replace(path)
+    return path
+
+
+def load_tokens(path: str | Path, vocab_size: int | None = None) -> np.ndarray:
+    """Memory-mapped uint16 token ids of one split (``data/tokens/<domain>/<split>.npy``).
+
+    Raises ``FileNotFoundError`` for a missing file and ``ValueError`` for a file that is not a
+    non-empty 1-D uint16 array, or (when ``vocab_size`` is given) holds an id ≥ ``vocab_size``.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"token file not found: {path}")
+    try:
+        tokens = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (ValueError, OSError) as err:
+        raise ValueError(f"{path}: not a readable .npy token array ({err})") from err
+    if tokens.dtype != TOKEN_DTYPE:
+        raise ValueError(f"{path}: token dtype is {tokens.dtype}, expected uint16")
+    if tokens.ndim != 1:
+        raise ValueError(f"{path}: token array must be 1-D, got shape {tokens.shape}")
+    if tokens.size == 0:
+        raise ValueError(f"{path}: token array is empty")
+    if vocab_size is not None and int(tokens.max()) >= vocab_size:
+        raise ValueError(f"{path}: token id {int(tokens.max())} >= vocab_size {vocab_size}")
+    return tokens
+
+
+def token_frequencies(tokens: np.ndarray, vocab_size: int) -> np.ndarray:
+    """Count of every token id in ``[0, vocab_size)`` (int64), zero for unseen ids."""
+    tokens = np.asarray(tokens)
+    if tokens.size and int(tokens.max()) >= vocab_size:
+        raise ValueError(f"token id {int(tokens.max())} >= vocab_size {vocab_size}")
+    return np.bincount(tokens.astype(np.int64, copy=False), minlength=vocab_size).astype(np.int64)
+
+
+def write_token_freq(path: str | Path, counts: np.ndarray, tokens: Sequence[str]) -> Path:
+    """CSV ``token_id,token,count`` for every id, most frequent first (ties by id)."""
+    counts = np.asarray(counts)
+    if len(tokens) != len(counts):
+        raise ValueError(f"{len(tokens)} token strings for {len(counts)} counts")
+    order = np.lexsort((np.arange(len(counts)), -counts))
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(["token_id", "token", "count"])
+        for i in order:
+            writer.writerow([int(i), tokens[i], int(counts[i])])
+    return path
+
+
+def read_token_freq(path: str | Path) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """``(token_id, count, token)`` columns of a token-frequency CSV, in file order."""
+    with open(path, encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    ids = np.array([int(r["token_id"]) for r in rows], dtype=np.int64)
+    counts = np.array([int(r["count"]) for r in rows], dtype=np.int64)
+    return ids, counts, [r["token"] for r in rows]
+
+
+def document_token_counts(tokens: np.ndarray, eos_id: int, vocab_size: int) -> np.ndarray:
+    """Matrix ``[documents, vocab_size]`` of token counts; documents end at each ``eos_id``.
+
+    The eos separators themselves are not counted. Trailing tokens after the last eos form a
+    final document.
+    """
+    tokens = np.asarray(tokens).astype(np.int64)
+    ends = np.flatnonzero(tokens == eos_id)
+    starts = np.concatenate([[0], ends + 1])
+    stops = np.concatenate([ends, [tokens.size]])
+    keep = stops > starts
+    starts, stops = starts[keep], stops[keep]
+    doc = np.repeat(np.arange(starts.size), stops - starts)
+    body = (
+        np.concatenate([tokens[a:b] for a, b in zip(starts, stops, strict=True)])
+        if starts.size
+        else np.zeros(0, np.int64)
+    )
+    out = np.zeros((starts.size, vocab_size), dtype=np.int64)
+    np.add.at(out, (doc, body), 1)
+    return out

@@ -1,0 +1,218 @@
+"""Forgetting after fine-tuning on a new domain, for every sweep model (Paper B, claim B8): the
+analysis stage that adds forgetting to the per-model table.
+
+    python -m geolib.experiments.forgetting --params params.yaml --section forgetting
+
+For each sweep point, the final checkpoint is loaded and fine-tuned **in memory** (its run
+directory is only read) for ``token_budget`` tokens on the first ``tune_fraction`` of the
+``domain`` split, with the same fixed settings for every model (AdamW at a constant ``lr``, no
+weight decay, gradient clipping at 1, seeded windows). Before and after, the mean next-token
+loss of fixed windows of the rest of the domain split (never seen in fine-tuning) and of the ID
+test split is measured; the windows are the same before and after, so each change has a
+*paired* bootstrap interval over windows.
+
+* ``gain`` = domain loss before − after (what fine-tuning bought);
+* ``forgetting`` = ID test loss after − before (what it cost on the training distribution).
+
+Then, over models, the predictive comparison of B1/B7 (``geometry_performance.prediction``):
+forgetting against the effective rank of W and against ID loss, and the partial correlation of
+geometry with forgetting given ID loss.
+
+Outputs in ``out_dir``: ``forgetting.csv`` (one row per model, with the sweep's per-model
+columns joined), ``window_losses.npz`` (per-window losses before and after, per model),
+``prediction.csv`` and ``r2_gap.csv``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from geolib.models.checkpoints import load
+from geolib.measure.stats import Association, bootstrap_association
+from geolib.experiments.sweep_measure import fixed_windows, window_losses
+from geolib.models.train import sample_windows
+
+OUTCOME = "forgetting"
+
+
+def split_domain(tokens: np.ndarray, fraction: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(tune, held_out)``: the first ``fraction`` of the tokens and the rest (no overlap)."""
+    if not 0.0 < fraction < 1.0:
+        raise ValueError(f"tune_fraction must be in (0, 1), got {fraction}")
+    cut = int(len(tokens) * fraction)
+    return np.asarray(tokens[:cut]), np.asarray(tokens[cut:])
+
+
+def fine_tune(
+    model,
+    tokens: np.ndarray,
+    *,
+    token_budget: int,
+    batch_size: int,
+    seq_len: int,
+    lr: float,
+    seed: int,
+    betas: tuple[float, float] = (0.9, 0.95),
+) -> list[float]:
+    """Fine-tune a causal LM in place on random windows of ``tokens`` for
+    ``token_budget // (batch_size · seq_len)`` AdamW steps (constant ``lr``, no weight decay,
+    clipping at 1); returns the training loss of each step."""
+    steps = int(token_budget) // (int(batch_size) * int(seq_len))
+    if steps < 1:
+        raise ValueError(f"token_budget {token_budget} is less than one batch")
+    rng = np.random.default_rng(seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=betas, weight_decay=0.0)
+    model.train()
+    losses = []
+    for _ in range(steps):
+        w = torch.from_numpy(sample_windows(tokens, rng, batch_size, seq_len + 1))
+        logits = model(input_ids=w[:, :-1]).logits
+        loss = F.cross_entropy(logits.transpose(1, 2), w[:, 1:])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        losses.append(float(loss.detach()))
+    model.eval()
+    return losses
+
+
+def paired_change(
+    before: np.ndarray, after: np.ndarray, *, n_boot: int, level: float, seed: int
+) -> Association:
+    """Mean of ``after − before`` over windows, with a percentile interval from resampling the
+    windows (the same windows before and after: the pairing removes window difficulty)."""
+    return bootstrap_association(
+        lambda b, a: float(np.mean(a - b)), before, after, n_boot=n_boot, level=level, seed=seed
+    )
+
+
+def forget_point(run_dir: str | Path, p: dict[str, Any], seed: int) -> tuple[dict, dict]:
+    """``(row, per-window losses)`` of one model (module docstring)."""
+    t0 = time.perf_counter()
+    tune, held = split_domain(np.load(p["domain"], mmap_mode="r"), float(p["tune_fraction"]))
+    n, length = int(p["n_eval_seqs"]), int(p["seq_len"]) + 1
+    windows = {
+        "domain": fixed_windows(held, n, length),
+        "id": fixed_windows(np.load(p["id_tokens"], mmap_mode="r"), n, length),
+    }
+    torch.manual_seed(seed)
+    model, _ = load(run_dir)
+    before = {k: window_losses(model, w) for k, w in windows.items()}
+    steps = fine_tune(
+        model,
+        tune,
+        token_budget=int(p["token_budget"]),
+        batch_size=int(p["batch_size"]),
+        seq_len=int(p["seq_len"]),
+        lr=float(p["lr"]),
+        seed=seed,
+    )
+    after = {k: window_losses(model, w) for k, w in windows.items()}
+    kw = dict(n_boot=int(p["n_boot"]), level=float(p["ci_level"]), seed=seed)
+    forgetting = paired_change(before["id"], after["id"], **kw)
+    gain = paired_change(after["domain"], before["domain"], **kw)  # before − after
+    row = {
+        "name": Path(run_dir).name,
+        "id_before": float(before["id"].mean()),
+        "id_after": float(after["id"].mean()),
+        "domain_before": float(before["domain"].mean()),
+        "domain_after": float(after["domain"].mean()),
+        OUTCOME: forgetting.value,
+        f"{OUTCOME}_ci_low": forgetting.ci_low,
+        f"{OUTCOME}_ci_high": forgetting.ci_high,
+        "gain": gain.value,
+        "gain_ci_low": gain.ci_low,
+        "gain_ci_high": gain.ci_high,
+        "tune_steps": len(steps),
+        "tune_first_loss": steps[0],
+        "tune_last_loss": steps[-1],
+        "seconds": time.perf_counter() - t0,
+    }
+    per_window = {
+        f"{k}_{when}": v[k] for when, v in (("before", before), ("after", after)) for k in v
+    }
+    return row, per_window
+
+
+def run_stage(p: dict[str, Any], sweep: dict[str, Any], models_table: str, log=print) -> dict:
+    """Fine-tune every sweep point, write the tables, return a summary."""
+    import pandas as pd
+
+    from geolib.experiments.geometry_performance import ID_LOSS, prediction, r2_gap
+    from geolib.experiments.sweep import check_points_listed
+
+    out = Path(p["out_dir"])
+    out.mkdir(parents=True, exist_ok=True)
+    names = check_points_listed(sweep)
+    rows, arrays = [], {}
+    t0 = time.perf_counter()
+    for i, name in enumerate(names):
+        row, per_window = forget_point(Path(sweep["run_root"]) / name, p, int(p["seed"]))
+        rows.append(row)
+        arrays |= {f"{name}/{k}": v for k, v in per_window.items()}
+        elapsed = time.perf_counter() - t0
+        eta = elapsed / (i + 1) * (len(names) - i - 1)
+        log(
+            f"{name}: forgetting {row[OUTCOME]:+.4f}, gain {row['gain']:+.4f} nats, "
+            f"{row['seconds']:.1f} s; forgetting: {i + 1}/{len(names)} models done, "
+            f"{elapsed / 60:.1f} min elapsed, ETA {eta / 60:.1f} min"
+        )
+    models = pd.read_csv(models_table)
+    table = models.merge(pd.DataFrame(rows), on="name", how="inner", validate="one_to_one")
+    if len(table) != len(names):
+        raise ValueError(f"{len(names) - len(table)} sweep points are missing from {models_table}")
+    table.to_csv(out / "forgetting.csv", index=False, float_format="%.6g")
+    np.savez(out / "window_losses.npz", **arrays)
+    kw = dict(n_boot=int(p["n_boot"]), level=float(p["ci_level"]), seed=int(p["seed"]))
+    predictors = [ID_LOSS, "w_erank", "h_erank"]
+    prediction(table, [OUTCOME, "gain"], predictors, **kw).to_csv(
+        out / "prediction.csv", index=False, float_format="%.6g"
+    )
+    pd.DataFrame([r2_gap(table, o, **kw) for o in (OUTCOME, "gain")]).to_csv(
+        out / "r2_gap.csv", index=False, float_format="%.6g"
+    )
+    summary = {
+        "n_models": len(table),
+        "seconds": time.perf_counter() - t0,
+        "median_forgetting": float(table[OUTCOME].median()),
+        "median_gain": float(table["gain"].median()),
+        "forgetting_excludes_zero": int((table[f"{OUTCOME}_ci_low"] > 0).sum()),
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    from geolib.config import stage_params
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("--section", default="forgetting")
+    parser.add_argument(
+        "--models-table",
+        default="data/results/geometry_performance/models.csv",
+        help="the sweep's per-model table (geometry_performance_tables)",
+    )
+    args = parser.parse_args(argv)
+    summary = run_stage(
+        stage_params(args.params, args.section),
+        stage_params(args.params, "sweep"),
+        args.models_table,
+    )
+    print(json.dumps(summary, indent=1))
+    print(f"{args.section}: {summary['seconds']:.0f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

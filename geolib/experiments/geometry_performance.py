@@ -1,0 +1,396 @@
+"""Geometry against performance over the sweep (Paper B, claims B1–B5, B7): the analysis stage.
+
+    python -m geolib.experiments.geometry_performance --params params.yaml
+
+Gathers every point's ``measures.json`` into one table (``models.csv``, one row per model), then
+computes what the chapter's verdicts read:
+
+* **factor effects** (``effects.csv``): for a factor and two of its levels, the differences of a
+  quantity between points that differ in that factor only (matched tokens), in units of the
+  pooled seed-to-seed standard deviation of the same quantity, with a Student-t interval over
+  the pairs. The same after removing the across-model linear trend of the quantity on ID loss
+  (``basis = matched_loss``): the effect at equal loss.
+* **interactions** (``interactions.csv``): a factor's effect at size M minus at size S.
+* **U-shape** (``u_shape.csv``): per cell of the other factors, whether the middle batch size has
+  the lowest ID loss.
+* **prediction** (``prediction.csv``): for each OOD domain, Spearman ρ and R² of each W/H
+  metric and of ID loss with the OOD loss, the partial Spearman of each metric given ID loss,
+  and R²(ID loss) − R²(erank of W), all with bootstrap intervals over models.
+* **agreement** (``agreement.csv``): the median |Spearman| between pairs of W metrics and the
+  ratio of across-model coefficients of variation, erank of H ÷ erank of W; the Spearman
+  matrices of the W and H metrics over models (``w_correlations.csv``, ``h_correlations.csv``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from geolib.config import load_params
+from geolib.measure.stats import (
+    bootstrap_association,
+    mean_ci,
+    partial_spearman,
+    r_squared,
+    spearman,
+    t_quantile,
+)
+from geolib.experiments.sweep import FACTORS, check_points_listed, measures_path
+from geolib.experiments.sweep_measure import GEOMETRY, flatten_measures
+
+ID_LOSS = "loss_id_test"
+#: W metrics whose agreement B7 reads (IsoScore* is not defined for W: no larger sample).
+W_METRICS = [f"w_{m}" for m in GEOMETRY]
+
+
+def gather(run_root: str | Path, names: Sequence[str]) -> pd.DataFrame:
+    """One row per point from ``<run_root>/<name>/measures.json`` (error naming missing ones)."""
+    paths = [measures_path(run_root, n) for n in names]
+    missing = [n for n, p in zip(names, paths, strict=True) if not p.is_file()]
+    if missing:
+        raise FileNotFoundError(f"{len(missing)} sweep points not measured yet: {missing}")
+    rows = [flatten_measures(json.loads(p.read_text())) for p in paths]
+    return pd.DataFrame(rows)
+
+
+def seed_sd(table: pd.DataFrame, quantity: str) -> tuple[float, int]:
+    """Pooled within-group standard deviation of ``quantity`` over groups of points that differ
+    only in their seed, and its degrees of freedom (Σ (n_g − 1))."""
+    others = [f for f in FACTORS if f != "seed"]
+    ss, dof = 0.0, 0
+    for _, group in table.groupby(others):
+        if len(group) > 1:
+            v = group[quantity].to_numpy(dtype=float)
+            ss += float(((v - v.mean()) ** 2).sum())
+            dof += len(v) - 1
+    if dof == 0:
+        raise ValueError("no seed replicates: every effect needs the seed-to-seed spread")
+    sd = math.sqrt(ss / dof)
+    if sd == 0:
+        raise ValueError(f"{quantity}: replicates identical, the seed spread is 0")
+    return sd, dof
+
+
+def matched_differences(
+    table: pd.DataFrame, factor: str, low: Any, high: Any, quantity: str
+) -> pd.DataFrame:
+    """Pairs of points equal in every factor but ``factor`` (at ``low`` and ``high``): the
+    other factors and ``quantity`` at high minus at low, one row per pair."""
+    if factor not in FACTORS:
+        raise KeyError(f"{factor!r} is not a factor; factors: {FACTORS}")
+    others = [f for f in FACTORS if f != factor]
+    lo = table[table[factor] == low].set_index(others)[quantity]
+    hi = table[table[factor] == high].set_index(others)[quantity]
+    common = lo.index.intersection(hi.index)
+    if len(common) == 0:
+        raise ValueError(f"no pairs of points differing only in {factor} ({low} vs {high})")
+    out = pd.DataFrame({"difference": hi.loc[common] - lo.loc[common]}).reset_index()
+    return out
+
+
+def effect(
+    table: pd.DataFrame, factor: str, low: Any, high: Any, quantity: str, level: float = 0.95
+) -> dict[str, Any]:
+    """Mean matched difference (high − low) of ``quantity`` in seed-sd units, t-interval."""
+    pairs = matched_differences(table, factor, low, high, quantity)
+    sd, dof = seed_sd(table, quantity)
+    est = mean_ci(pairs["difference"] / sd, level)
+    return {
+        "factor": factor,
+        "low": low,
+        "high": high,
+        "quantity": quantity,
+        "effect_sd": est.mean,
+        "ci_low": est.low,
+        "ci_high": est.high,
+        "n_pairs": est.n,
+        "raw_difference": float(pairs["difference"].mean()),
+        "seed_sd": sd,
+        "seed_dof": dof,
+    }
+
+
+def detrended(table: pd.DataFrame, quantity: str, on: str = ID_LOSS) -> pd.Series:
+    """``quantity`` minus its least-squares line on ``on`` over all models: the part of it that
+    ID loss does not account for (effects of this are effects at matched loss)."""
+    b, a = np.polyfit(table[on].to_numpy(float), table[quantity].to_numpy(float), 1)
+    return table[quantity] - (a + b * table[on])
+
+
+def interaction(
+    table: pd.DataFrame,
+    factor: str,
+    low: Any,
+    high: Any,
+    quantity: str,
+    by: str = "size",
+    levels: tuple[Any, Any] = ("S", "M"),
+    level: float = 0.95,
+) -> dict[str, Any]:
+    """The effect of ``factor`` on ``quantity`` at ``by = levels[1]`` minus at ``levels[0]``, in
+    seed-sd units, with a Welch interval."""
+    pairs = matched_differences(table, factor, low, high, quantity)
+    sd, _ = seed_sd(table, quantity)
+    a = (pairs[pairs[by] == levels[0]]["difference"] / sd).to_numpy()
+    b = (pairs[pairs[by] == levels[1]]["difference"] / sd).to_numpy()
+    if len(a) < 2 or len(b) < 2:
+        raise ValueError(f"need ≥ 2 pairs at each of {levels}, got {len(a)} and {len(b)}")
+    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    se = math.sqrt(va + vb)
+    dof = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1)) if se > 0 else 1
+    diff = float(b.mean() - a.mean())
+    h = t_quantile(level, max(1, int(dof))) * se
+    return {
+        "factor": factor,
+        "quantity": quantity,
+        "by": by,
+        "levels": f"{levels[1]} − {levels[0]}",
+        "interaction_sd": diff,
+        "ci_low": diff - h,
+        "ci_high": diff + h,
+        "n_pairs": len(a) + len(b),
+    }
+
+
+def u_shape(
+    table: pd.DataFrame, quantity: str = ID_LOSS, factor: str = "batch_size"
+) -> pd.DataFrame:
+    """Per cell of the other factors with ≥ 3 levels of ``factor``: whether a middle level has
+    the lowest ``quantity`` (below both the smallest and the largest level). No such cell: an
+    empty table (a rule on it then has no units to count)."""
+    others = [f for f in FACTORS if f != factor]
+    rows = []
+    for key, cell in table.groupby(others):
+        if cell[factor].nunique() < 3:
+            continue
+        cell = cell.sort_values(factor)
+        v = cell[quantity].to_numpy(float)
+        best = int(np.argmin(v))
+        rows.append(
+            {
+                **dict(zip(others, key, strict=True)),
+                "levels": ", ".join(map(str, cell[factor])),
+                "values": ", ".join(f"{x:.4f}" for x in v),
+                "u_shaped": bool(0 < best < len(v) - 1),
+            }
+        )
+    return pd.DataFrame(rows, columns=[*others, "levels", "values", "u_shaped"])
+
+
+def prediction(
+    table: pd.DataFrame,
+    outcomes: Sequence[str],
+    predictors: Sequence[str],
+    *,
+    control: str = ID_LOSS,
+    n_boot: int = 2000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """For each outcome and predictor: Spearman ρ, R², and the partial Spearman given
+    ``control``, each with a bootstrap interval over models. A predictor that is constant over
+    the models gets a row without numbers and ``note = "constant across models"``."""
+    rows = []
+    for outcome, predictor in itertools.product(outcomes, predictors):
+        x, y, z = (table[c].to_numpy(float) for c in (predictor, outcome, control))
+        row: dict[str, Any] = {"outcome": outcome, "predictor": predictor}
+        if np.ptp(x) == 0 or np.ptp(y) == 0:  # constant over models: no correlation to speak of
+            row["note"] = "constant across models"
+            rows.append(row)
+            continue
+        stats_: dict[str, tuple[Callable, tuple]] = {
+            "spearman": (spearman, (x, y)),
+            "r2": (r_squared, (x, y)),
+        }
+        if control not in (predictor, outcome):  # given itself, nothing is left to correlate
+            stats_["partial_spearman"] = (partial_spearman, (x, y, z))
+        for name, (fn, args) in stats_.items():
+            a = bootstrap_association(fn, *args, n_boot=n_boot, level=level, seed=seed)
+            row.update({name: a.value, f"{name}_ci_low": a.ci_low, f"{name}_ci_high": a.ci_high})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def r2_gap(
+    table: pd.DataFrame,
+    outcome: str,
+    better: str = ID_LOSS,
+    worse: str = "w_erank",
+    *,
+    n_boot: int = 2000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """R²(outcome ~ ``better``) − R²(outcome ~ ``worse``), bootstrap over models (paired)."""
+
+    def gap(b: np.ndarray, w: np.ndarray, y: np.ndarray) -> float:
+        return r_squared(b, y) - r_squared(w, y)
+
+    cols = (table[c].to_numpy(float) for c in (better, worse, outcome))
+    a = bootstrap_association(gap, *cols, n_boot=n_boot, level=level, seed=seed)
+    return {
+        "outcome": outcome,
+        "better": better,
+        "worse": worse,
+        "r2_gap": a.value,
+        "ci_low": a.ci_low,
+        "ci_high": a.ci_high,
+    }
+
+
+def metric_agreement(
+    table: pd.DataFrame,
+    metrics: Sequence[str],
+    *,
+    n_boot: int = 2000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Median |Spearman ρ| over all pairs of ``metrics`` across models, bootstrap over models."""
+    pairs = list(itertools.combinations(range(len(metrics)), 2))
+
+    def median_abs_rho(*cols: np.ndarray) -> float:
+        return float(np.median([abs(spearman(cols[i], cols[j])) for i, j in pairs]))
+
+    cols = [table[m].to_numpy(float) for m in metrics]
+    a = bootstrap_association(median_abs_rho, *cols, n_boot=n_boot, level=level, seed=seed)
+    return {
+        "statistic": "median |spearman| of W metrics",
+        "value": a.value,
+        "ci_low": a.ci_low,
+        "ci_high": a.ci_high,
+        "n_metrics": len(metrics),
+    }
+
+
+def cv_ratio(
+    table: pd.DataFrame,
+    numerator: str = "h_erank",
+    denominator: str = "w_erank",
+    *,
+    n_boot: int = 2000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Across-model coefficient of variation of ``numerator`` ÷ that of ``denominator``."""
+
+    def ratio(a: np.ndarray, b: np.ndarray) -> float:
+        return (a.std(ddof=1) / abs(a.mean())) / (b.std(ddof=1) / abs(b.mean()))
+
+    cols = (table[c].to_numpy(float) for c in (numerator, denominator))
+    a = bootstrap_association(ratio, *cols, n_boot=n_boot, level=level, seed=seed)
+    return {
+        "statistic": f"CV({numerator}) / CV({denominator})",
+        "value": a.value,
+        "ci_low": a.ci_low,
+        "ci_high": a.ci_high,
+        "n_metrics": 2,
+    }
+
+
+def analyse(
+    table: pd.DataFrame,
+    spec: Mapping[str, Any],
+    factorial: Mapping[str, Sequence[Any]],
+    out_dir: str | Path,
+) -> dict[str, Path]:
+    """Every table the chapter reads, written under ``out_dir``; returns their paths.
+
+    ``factorial``: the sweep's factorial levels; each factor's effect compares its lowest and
+    highest level, and only factorial points (the ``final_lr_ratio`` of the factorial) enter
+    the U-shape cells.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    n_boot, level, seed = int(spec["n_boot"]), float(spec["ci_level"]), int(spec.get("seed", 0))
+    in_factorial = table["final_lr_ratio"].isin(factorial["final_lr_ratio"])
+    work = table.copy()
+    for q in ("w_erank", "h_erank"):
+        work[f"{q}_at_matched_loss"] = detrended(table, q)
+    ends = {f: (min(factorial[f]), max(factorial[f])) for f in ("batch_size", "weight_decay", "lr")}
+    effects = []
+    for factor, (low, high) in ends.items():
+        for quantity in ("w_erank", "h_erank", ID_LOSS, "w_erank_at_matched_loss"):
+            data = work if quantity.endswith("matched_loss") else table
+            row = effect(data, factor, low, high, quantity, level)
+            row["basis"] = "matched_loss" if quantity.endswith("matched_loss") else "matched_tokens"
+            effects.append(row)
+    sizes = tuple(factorial["size"])
+    interactions = [
+        interaction(table, f, *ends[f], ID_LOSS, levels=(sizes[0], sizes[-1]), level=level)
+        for f in ("weight_decay", "lr")
+    ]
+    ood = [
+        c
+        for c in table.columns
+        if c.startswith("loss_ood_") and not c.endswith(("_ci_low", "_ci_high"))
+    ]
+    table = table.assign(loss_ood_mean=table[ood].mean(axis=1))
+    outcomes = [ID_LOSS, *ood, "loss_ood_mean"]
+    predictors = [ID_LOSS, *W_METRICS, *(f"h_{m}" for m in GEOMETRY), "h_isoscore_star"]
+    paths = {
+        "models": out / "models.csv",
+        "effects": out / "effects.csv",
+        "interactions": out / "interactions.csv",
+        "u_shape": out / "u_shape.csv",
+        "prediction": out / "prediction.csv",
+        "r2_gap": out / "r2_gap.csv",
+        "agreement": out / "agreement.csv",
+        "w_correlations": out / "w_correlations.csv",
+        "h_correlations": out / "h_correlations.csv",
+    }
+    matched = [f"{q}_at_matched_loss" for q in ("w_erank", "h_erank")]
+    table.assign(**{c: work[c] for c in matched}).to_csv(
+        paths["models"], index=False, float_format="%.6g"
+    )
+    pd.DataFrame(effects).to_csv(paths["effects"], index=False, float_format="%.6g")
+    pd.DataFrame(interactions).to_csv(paths["interactions"], index=False, float_format="%.6g")
+    u_shape(table[in_factorial]).to_csv(paths["u_shape"], index=False)
+    kw = {"n_boot": n_boot, "level": level, "seed": seed}
+    prediction(table, outcomes, predictors, **kw).to_csv(
+        paths["prediction"], index=False, float_format="%.6g"
+    )
+    pd.DataFrame([r2_gap(table, o, **kw) for o in outcomes[1:]]).to_csv(
+        paths["r2_gap"], index=False, float_format="%.6g"
+    )
+    pd.DataFrame([metric_agreement(table, W_METRICS, **kw), cv_ratio(table, **kw)]).to_csv(
+        paths["agreement"], index=False, float_format="%.6g"
+    )
+    h_metrics = [f"h_{m}" for m in GEOMETRY] + ["h_isoscore_star"]
+    for key, cols in (("w_correlations", W_METRICS), ("h_correlations", h_metrics)):
+        table[cols].corr(method="spearman").to_csv(paths[key], float_format="%.6g")
+    return paths
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m geolib.experiments.geometry_performance", description=__doc__
+    )
+    parser.add_argument("--params", default="params.yaml")
+    args = parser.parse_args(argv)
+    params = load_params(args.params)
+    spec = params["geometry_performance"]
+    names = check_points_listed(params["sweep"])
+    table = gather(params["sweep"]["run_root"], names)
+    paths = analyse(
+        table,
+        {**spec, "seed": params["common"]["seed"]},
+        params["sweep"]["factorial"],
+        Path(spec["models_table"]).parent,
+    )
+    print(
+        f"geometry_performance: {len(table)} models → {', '.join(str(p) for p in paths.values())}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

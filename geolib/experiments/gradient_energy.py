@@ -1,0 +1,602 @@
+"""Gradient energy in tangent subspaces through training (Paper A, claims A4, A6, A7): the
+analysis stage that writes the tables the ``gradient_energy`` chapter reads.
+
+    python -m geolib.experiments.gradient_energy --params params.yaml --section gradient_energy
+
+For every run (our run directories, every checkpoint step; or hub ids at the given revisions)
+and every checkpoint, in ascending order:
+
+1. **Source pass** (forward only) on ``n_source`` sequences: the covariance of each layer's
+   states H_ℓ; its top-k principal directions are the tangent subspace T (``refit``). T fitted
+   at the ``frozen_sources`` steps is kept and applied to every later step (A7).
+2. **Evaluation pass** (forward + backward) on ``n_eval`` other sequences: G_ℓ = ∂L/∂H_ℓ, its
+   energy per sequence in T and in ``n_controls`` Haar rank-k subspaces of T's complement
+   (``geolib.measure.probes``), and G's second moment for the ceiling.
+
+Source and evaluation sequences are disjoint windows of the same token file (fitting and
+measuring on the same tokens would inflate the ratio). All runs use the same windows, so one
+bootstrap resample of the evaluation sequences applies to every run, layer and step at once:
+that is how the pooled key numbers get their intervals.
+
+Outputs in ``out_dir``: ``r_energy.csv`` (one row per run, step, layer, k and source of T),
+``overlap.csv`` (A7: principal-angle overlap of early and final T against random subspaces),
+``losses.csv`` (evaluation loss per run and step, and the unigram entropy of the training
+tokens), ``checkpoints.csv`` (a hash of each checkpoint's weights; identical weights are flagged)
+and ``summary.json`` (the key numbers of A4, A6 and A7 with their intervals).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from geolib.models.checkpoints import load
+from geolib.measure.metrics import StreamingCovariance
+from geolib.measure.probes import (
+    GradientEnergy,
+    REnergy,
+    SecondMoment,
+    ceiling_ratios,
+    complement_subspaces,
+    is_decoder,
+    layer_names,
+    r_energy,
+    residual_states,
+    states_and_gradients,
+    top_subspaces,
+)
+from geolib.models.runs import available_steps, is_run_dir, read_run_info
+
+REFIT = "refit"
+
+
+# ---------------------------------------------------------------------------------------------
+# Token sets
+# ---------------------------------------------------------------------------------------------
+
+
+def split_windows(
+    tokens: np.ndarray, length: int, n_source: int, n_eval: int, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Two disjoint sets of non-overlapping windows of ``length`` tokens, ``(n, length)`` int64:
+    the token array is cut into consecutive windows, a seeded permutation picks ``n_source`` of
+    them for the source set and the next ``n_eval`` for the evaluation set."""
+    for name, v in (("length", length), ("n_source", n_source), ("n_eval", n_eval)):
+        if isinstance(v, bool) or int(v) != v or v < 1:
+            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    tokens = np.asarray(tokens)
+    n_windows = len(tokens) // length
+    if n_windows < n_source + n_eval:
+        raise ValueError(
+            f"{len(tokens)} tokens hold {n_windows} windows of {length}; need {n_source} + {n_eval}"
+        )
+    order = np.random.default_rng(seed).permutation(n_windows)
+    starts = order[: n_source + n_eval] * length
+    w = np.asarray(tokens[starts[:, None] + np.arange(length)], dtype=np.int64)
+    return w[:n_source], w[n_source:]
+
+
+def model_batch(
+    windows: np.ndarray,
+    decoder: bool,
+    *,
+    mask_token_id: int | None,
+    vocab_size: int,
+    special_ids: tuple[int, ...],
+    mask_prob: float,
+    seed: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(inputs, targets)`` as in training: decoders predict the next token (windows of
+    ``seq_len + 1`` become inputs and shifted targets); the encoder sees ``seq_len`` tokens with
+    the training masking (seeded), targets ``-100`` except at masked positions."""
+    if decoder:
+        return windows[:, :-1], windows[:, 1:]
+    if mask_token_id is None:
+        raise ValueError("the encoder needs a mask token id (its tokenizer has none)")
+    from geolib.models.train import mask_tokens
+
+    return mask_tokens(
+        windows[:, :-1],
+        np.random.default_rng(seed),
+        mask_token_id=mask_token_id,
+        vocab_size=vocab_size,
+        mask_prob=mask_prob,
+        special_ids=special_ids,
+    )
+
+
+def unigram_entropy(tokens: np.ndarray) -> float:
+    """Entropy (nats) of the token frequencies: the loss of the best context-free predictor."""
+    counts = np.bincount(np.asarray(tokens, dtype=np.int64))
+    p = counts[counts > 0] / counts.sum()
+    return float(-(p * np.log(p)).sum())
+
+
+# ---------------------------------------------------------------------------------------------
+# Checkpoints
+# ---------------------------------------------------------------------------------------------
+
+
+def weights_hash(model: torch.nn.Module) -> str:
+    """SHA-256 of the model's tensors (names, dtypes, shapes and bytes, in name order)."""
+    h = hashlib.sha256()
+    for name, t in sorted(model.state_dict().items()):
+        t = t.detach().cpu().contiguous()
+        h.update(f"{name}:{t.dtype}:{tuple(t.shape)};".encode())
+        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return h.hexdigest()
+
+
+def checkpoints_of(source: str, revisions: list[str | int] | None) -> list[str | int]:
+    """Steps of one of our runs (all, ascending) or the given revisions of a hub model."""
+    if is_run_dir(source):
+        steps = available_steps(source)
+        if not steps:
+            raise ValueError(f"run {source} has no checkpoints")
+        return list(steps)
+    if not revisions:
+        raise ValueError(f"{source} is not a run directory: give the hub revisions to measure")
+    return list(revisions)
+
+
+def training_mask_prob(source: str, default: float | None) -> float:
+    """The masking probability the encoder was trained with: ``default`` if given, else the
+    run's own (``run.json``; an unfinished run is an error), else BERT's 0.15 (hub models)."""
+    if default is not None:
+        return float(default)
+    if is_run_dir(source):
+        return float(read_run_info(source)["config"]["mask_prob"])
+    return 0.15
+
+
+def _step_number(step: str | int) -> int:
+    """The training step of a checkpoint label (``512``, ``"step512"``); ``-1`` for a released
+    model without one (``"final"``)."""
+    if isinstance(step, int):
+        return step
+    digits = "".join(c for c in str(step) if c.isdigit())
+    return int(digits) if digits else -1
+
+
+# ---------------------------------------------------------------------------------------------
+# One run
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class RunResult:
+    """Everything measured on one run; ``energies[(step, layer, k, source)]`` is the
+    ``(n_eval, 1 + n_controls)`` per-sequence energy matrix of that unit, ``ratios[…]`` its
+    R_energy with the interval (the ``r_energy.csv`` row)."""
+
+    run: str
+    decoder: bool
+    layers: list[str]
+    d_model: int
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    energies: dict[tuple[int, str, int, str], np.ndarray] = field(default_factory=dict)
+    ratios: dict[tuple[int, str, int, str], REnergy] = field(default_factory=dict)
+    losses: list[dict[str, Any]] = field(default_factory=list)
+    checkpoints: list[dict[str, Any]] = field(default_factory=list)
+    subspaces: dict[tuple[int, str, int], np.ndarray] = field(default_factory=dict)
+
+
+def _batches(n: int, size: int) -> list[slice]:
+    return [slice(i, min(i + size, n)) for i in range(0, n, size)]
+
+
+def analyse_run(
+    source: str,
+    checkpoints: list[str | int],
+    source_windows: np.ndarray,
+    eval_windows: np.ndarray,
+    *,
+    ranks: list[int],
+    n_controls: int,
+    frozen_sources: list[int],
+    batch_size: int,
+    mask_prob: float | None,
+    seed: int,
+    n_boot: int,
+    level: float,
+    log=print,
+    loader=None,
+) -> RunResult:
+    """Measure R_energy for every checkpoint of one run (see the module docstring).
+
+    ``loader(checkpoint) -> (model, tokenizer)`` replaces ``checkpoints.load(source, …)`` for
+    models that are not run directories or hub ids (e.g. a GGUF file).
+    """
+    mask_prob = training_mask_prob(source, mask_prob)
+    frozen: dict[tuple[int, str, int], np.ndarray] = {}  # (source step, layer, k) -> T
+    result: RunResult | None = None
+    seen: dict[str, int] = {}
+    for i, ckpt in enumerate(checkpoints):
+        t0 = time.perf_counter()
+        model, tokenizer = load(source, ckpt) if loader is None else loader(ckpt)
+        model.eval()
+        step = _step_number(ckpt)
+        decoder = is_decoder(model)
+        layers = layer_names(model)
+        d = int(model.config.hidden_size)
+        if result is None:
+            result = RunResult(source, decoder, layers, d)
+        digest = weights_hash(model)
+        duplicate = seen.get(digest)
+        seen.setdefault(digest, step)
+        result.checkpoints.append(
+            {"run": source, "step": step, "weights_sha256": digest, "duplicate_of": duplicate}
+        )
+        vocab = int(model.config.vocab_size)
+        mask_id = getattr(tokenizer, "mask_token_id", None) if tokenizer is not None else None
+        special = tuple(
+            int(t) for t in (getattr(tokenizer, "all_special_ids", None) or []) if t is not None
+        )
+        kw = dict(mask_token_id=mask_id, vocab_size=vocab, special_ids=special, mask_prob=mask_prob)
+        src_in, _ = model_batch(source_windows, decoder, seed=seed, **kw)
+        ev_in, ev_tg = model_batch(eval_windows, decoder, seed=seed + 1, **kw)
+
+        # 1. source pass: covariance of H per layer -> T (refit) for every k
+        covs = [StreamingCovariance(d) for _ in layers]
+        for sl in _batches(len(src_in), batch_size):
+            for cov, h in zip(
+                covs, residual_states(model, torch.from_numpy(src_in[sl])), strict=True
+            ):
+                cov.update(h.reshape(-1, d))
+        # per layer: {(k, source of T): T and its controls stacked}
+        bases: dict[str, dict[tuple[int, str], np.ndarray]] = {layer: {} for layer in layers}
+        for li, (layer, cov) in enumerate(zip(layers, covs, strict=True)):
+            for k, t in top_subspaces(cov.covariance(), ranks).items():
+                result.subspaces[(step, layer, k)] = t
+                if step in frozen_sources:
+                    frozen[(step, layer, k)] = t
+                sources = {REFIT: t}
+                sources |= {
+                    f"step-{s}": frozen[(s, layer, k)]
+                    for s in frozen_sources
+                    if s < step and (s, layer, k) in frozen
+                }
+                for name, basis in sources.items():
+                    rng = np.random.default_rng([seed, step + 1, li, k, zlib.crc32(name.encode())])
+                    ctrl = complement_subspaces(basis, n_controls, rng)
+                    bases[layer][(k, name)] = np.concatenate([basis[None], ctrl])
+
+        # 2. evaluation pass: G per layer -> energies in T and the controls; second moments
+        acc = {
+            layer: {key: GradientEnergy(b) for key, b in by.items()} for layer, by in bases.items()
+        }
+        moments = [SecondMoment(d) for _ in layers]
+        loss_sum, n_targets = 0.0, 0
+        for sl in _batches(len(ev_in), batch_size):
+            sg = states_and_gradients(
+                model, torch.from_numpy(ev_in[sl]), torch.from_numpy(ev_tg[sl])
+            )
+            loss_sum += sg.loss_sum
+            n_targets += sg.n_targets
+            for li, (layer, g) in enumerate(zip(layers, sg.grads, strict=True)):
+                moments[li].update(g)
+                for a in acc[layer].values():
+                    a.update(g)
+        result.losses.append({"run": source, "step": step, "eval_loss": loss_sum / n_targets})
+        for li, layer in enumerate(layers):
+            ceilings = ceiling_ratios(moments[li].matrix.numpy(), ranks)
+            for (k, name), a in acc[layer].items():
+                e = a.energies
+                r = r_energy(e, n_boot=n_boot, level=level, seed=seed)
+                result.energies[(step, layer, k, name)] = e
+                result.ratios[(step, layer, k, name)] = r
+                result.rows.append(
+                    {
+                        "run": source,
+                        "decoder": decoder,
+                        "step": step,
+                        "layer": layer,
+                        "layer_index": li,
+                        "k": k,
+                        "source": name,
+                        "r_energy": r.ratio,
+                        "ci_low": r.low,
+                        "ci_high": r.high,
+                        "p_value": r.p_value,
+                        "ceiling": ceilings[k],
+                        "fraction_of_ceiling": r.ratio / ceilings[k],
+                        "n_sequences": r.n_sequences,
+                        "n_controls": r.n_controls,
+                        "duplicate_of": duplicate,
+                    }
+                )
+        log(
+            f"{source}: checkpoint {ckpt} ({i + 1}/{len(checkpoints)}), eval loss "
+            f"{loss_sum / n_targets:.3f}, {time.perf_counter() - t0:.1f} s"
+        )
+    assert result is not None
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# Pooled key numbers with a joint bootstrap over evaluation sequences
+# ---------------------------------------------------------------------------------------------
+
+
+def bootstrap_weights(n_sequences: int, n_boot: int, seed: int) -> np.ndarray:
+    """``(n_boot, n_sequences)`` multiplicities of a sequence bootstrap, shared by every unit."""
+    rng = np.random.default_rng(seed)
+    return np.stack(
+        [
+            np.bincount(rng.integers(0, n_sequences, n_sequences), minlength=n_sequences)
+            for _ in range(n_boot)
+        ]
+    ).astype(np.float64)
+
+
+def unit_ratios(energies: list[np.ndarray], weights: np.ndarray | None = None) -> np.ndarray:
+    """R_energy of each unit (columns) for each weighting of the sequences (rows; ``None``: the
+    observed data only, one row)."""
+    if not energies:
+        raise ValueError("no units to pool")
+    e = np.stack(energies)  # (units, sequences, 1 + controls)
+    w = np.ones((1, e.shape[1])) if weights is None else weights
+    tot = np.einsum("bs,usc->buc", w, e)
+    return tot[:, :, 0] / tot[:, :, 1:].mean(axis=2)
+
+
+@dataclass(frozen=True)
+class Pooled:
+    """A pooled statistic with its percentile bootstrap interval over evaluation sequences."""
+
+    value: float
+    low: float
+    high: float
+    n_units: int
+
+    def as_dict(self) -> dict[str, float]:
+        return {"value": self.value, "low": self.low, "high": self.high, "n_units": self.n_units}
+
+
+def pooled_median(energies: list[np.ndarray], weights: np.ndarray, level: float) -> Pooled:
+    """Median R_energy over units, with the interval from resampling sequences jointly."""
+    point = float(np.median(unit_ratios(energies)[0]))
+    boot = np.median(unit_ratios(energies, weights), axis=1)
+    low, high = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
+    return Pooled(point, float(low), float(high), len(energies))
+
+
+def pooled_median_ratio(
+    numer: list[np.ndarray], denom: list[np.ndarray], weights: np.ndarray, level: float
+) -> Pooled:
+    """Median R_energy of one group of units over the median of another (same sequences)."""
+    point = float(np.median(unit_ratios(numer)[0]) / np.median(unit_ratios(denom)[0]))
+    boot = np.median(unit_ratios(numer, weights), axis=1) / np.median(
+        unit_ratios(denom, weights), axis=1
+    )
+    low, high = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
+    return Pooled(point, float(low), float(high), len(numer) + len(denom))
+
+
+def subspace_overlap(u: np.ndarray, v: np.ndarray) -> float:
+    """Mean squared cosine of the principal angles between span(u) and span(v) (both (d, k)
+    orthonormal): ‖uᵀv‖²_F / k. Random k-subspaces of R^d have expected overlap k/d."""
+    if u.shape != v.shape:
+        raise ValueError(f"bases must have the same shape, got {u.shape} and {v.shape}")
+    return float(np.sum((u.T @ v) ** 2) / u.shape[1])
+
+
+# ---------------------------------------------------------------------------------------------
+# The stage
+# ---------------------------------------------------------------------------------------------
+
+
+def summarise(results: list[RunResult], p: dict[str, Any]) -> dict[str, Any]:
+    """The key numbers of A4, A6 and A7 (definitions in ``params.yaml``)."""
+    k, early_max, a7 = int(p["key_rank"]), int(p["early_max"]), int(p["a7_source"])
+    n_eval = next(iter(results[0].energies.values())).shape[0]
+    w = bootstrap_weights(n_eval, int(p["n_boot"]), int(p["seed"]) + 7)
+    level = float(p["ci_level"])
+
+    def units(res: list[RunResult], steps_ok, source: str = REFIT) -> list[np.ndarray]:
+        return [
+            e
+            for r in res
+            for (step, layer, kk, src), e in sorted(r.energies.items())
+            if kk == k and src == source and layer != "embed" and steps_ok(step)
+        ]
+
+    decoders = [r for r in results if r.decoder]
+    encoders = [r for r in results if not r.decoder]
+    out: dict[str, Any] = {"key_rank": k, "early_max": early_max, "a7_source": a7}
+    if decoders:
+        early = units(decoders, lambda s: 1 <= s <= early_max)
+        out["a4"] = pooled_median(early, w, level).as_dict()
+    if decoders and encoders:
+        common = set.intersection(*({s for (s, *_rest) in r.energies} for r in results))
+        out["a6"] = pooled_median_ratio(
+            units(decoders, lambda s: s >= 1 and s in common),
+            units(encoders, lambda s: s >= 1 and s in common),
+            w,
+            level,
+        ).as_dict()
+    a7_units = []
+    for r in decoders:
+        final = max(s for (s, *_rest) in r.energies)
+        for layer in r.layers[1:]:
+            early = [
+                ratio.ratio
+                for (s, lay, kk, src), ratio in r.ratios.items()
+                if lay == layer and kk == k and src == REFIT and 1 <= s <= early_max
+            ]
+            final_refit = r.ratios[(final, layer, k, REFIT)].ratio
+            frozen_key = (final, layer, k, f"step-{a7}")
+            if not early or frozen_key not in r.energies:
+                continue
+            fz = r.ratios[frozen_key]
+            a7_units.append(
+                {
+                    "run": r.run,
+                    "layer": layer,
+                    "early_median": float(np.median(early)),
+                    "final_refit": float(final_refit),
+                    "final_frozen": fz.ratio,
+                    "final_frozen_low": fz.low,
+                    "strongest_early": bool(np.median(early) > final_refit),
+                    "maintained": bool(fz.low > 1.0),
+                }
+            )
+    out["a7_units"] = a7_units
+    out["a7"] = {
+        "successes": sum(u["strongest_early"] and u["maintained"] for u in a7_units),
+        "n_units": len(a7_units),
+    }
+    return out
+
+
+def overlap_rows(results: list[RunResult], sources: list[int]) -> list[dict[str, Any]]:
+    """A7: overlap of T at each early source step with T at the final step."""
+    rows = []
+    for r in results:
+        final = max(s for (s, _l, _k) in r.subspaces)
+        for (step, layer, k), t in sorted(r.subspaces.items()):
+            if step in sources and step < final:
+                rows.append(
+                    {
+                        "run": r.run,
+                        "source_step": step,
+                        "final_step": final,
+                        "layer": layer,
+                        "k": k,
+                        "overlap": subspace_overlap(t, r.subspaces[(final, layer, k)]),
+                        "random_overlap": k / r.d_model,
+                    }
+                )
+    return rows
+
+
+def run_stage(p: dict[str, Any], log=print) -> dict[str, Any]:
+    """Run the whole analysis from a parameters mapping (the stage's section of params.yaml,
+    merged over ``common``) and write the tables; returns the summary."""
+    import pandas as pd
+
+    out = Path(p["out_dir"])
+    out.mkdir(parents=True, exist_ok=True)
+    tokens = np.load(p["tokens"], mmap_mode="r")
+    src, ev = split_windows(
+        tokens, int(p["seq_len"]) + 1, int(p["n_source"]), int(p["n_eval"]), int(p["seed"])
+    )
+    results = []
+    for run in p["runs"]:
+        ckpts = checkpoints_of(run, p.get("revisions"))
+        results.append(
+            analyse_run(
+                run,
+                ckpts,
+                src,
+                ev,
+                ranks=[int(k) for k in p["ranks"]],
+                n_controls=int(p["n_controls"]),
+                frozen_sources=[int(s) for s in p["frozen_sources"]],
+                batch_size=int(p["batch_size"]),
+                mask_prob=None if p["mask_prob"] is None else float(p["mask_prob"]),
+                seed=int(p["seed"]),
+                n_boot=int(p["n_boot"]),
+                level=float(p["ci_level"]),
+                log=log,
+            )
+        )
+    pd.DataFrame([row for r in results for row in r.rows]).to_csv(
+        out / "r_energy.csv", index=False, float_format="%.6g"
+    )
+    pd.DataFrame(overlap_rows(results, [int(s) for s in p["frozen_sources"]])).to_csv(
+        out / "overlap.csv", index=False, float_format="%.6g"
+    )
+    losses = pd.DataFrame([row for r in results for row in r.losses])
+    losses["unigram_entropy"] = unigram_entropy(np.load(p["unigram_tokens"], mmap_mode="r"))
+    losses.to_csv(out / "losses.csv", index=False, float_format="%.6g")
+    pd.DataFrame([row for r in results for row in r.checkpoints]).to_csv(
+        out / "checkpoints.csv", index=False
+    )
+    summary = summarise(results, p)
+    (out / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
+    return summary
+
+
+def run_pretrained_stage(p: dict[str, Any], log=print) -> list[dict[str, Any]]:
+    """The probes on the released model of ``geolib.models.pretrained``, once per corpus domain, each
+    with its own windows of that domain's text (encoded with the model's tokenizer). Writes
+    ``r_energy.csv`` (a ``domain`` column; ``step`` -1: the released checkpoint) and
+    ``losses.csv`` to ``out_dir``; returns the rows."""
+    import pandas as pd
+
+    from geolib.models.pretrained import load_gguf
+
+    root = Path(p["pretrained_dir"])
+    sheet = json.loads((root / "datasheet.json").read_text())
+    cached: list[Any] = []
+
+    def loader(_ckpt):
+        if not cached:
+            cached.extend(load_gguf(root / "model", sheet["model_file"]))
+        return cached[0], cached[1]
+
+    rows, losses = [], []
+    for domain in p["domains"]:
+        tokens = np.load(root / "tokens" / f"{domain}.npy", mmap_mode="r")
+        src, ev = split_windows(
+            tokens, int(p["seq_len"]) + 1, int(p["n_source"]), int(p["n_eval"]), int(p["seed"])
+        )
+        res = analyse_run(
+            sheet["name"],
+            ["final"],
+            src,
+            ev,
+            ranks=[int(k) for k in p["ranks"]],
+            n_controls=int(p["n_controls"]),
+            frozen_sources=[],
+            batch_size=int(p["batch_size"]),
+            mask_prob=p["mask_prob"],
+            seed=int(p["seed"]),
+            n_boot=int(p["n_boot"]),
+            level=float(p["ci_level"]),
+            log=log,
+            loader=loader,
+        )
+        rows += [{"domain": domain, **row} for row in res.rows]
+        losses += [{"domain": domain, **row} for row in res.losses]
+    out = Path(p["out_dir"])
+    out.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows).to_csv(out / "r_energy.csv", index=False, float_format="%.6g")
+    pd.DataFrame(losses).to_csv(out / "losses.csv", index=False, float_format="%.6g")
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    from geolib.config import stage_params
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("--section", default="gradient_energy")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads")
+    args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    t0 = time.perf_counter()
+    params = stage_params(args.params, args.section)
+    if "pretrained_dir" in params:
+        run_pretrained_stage(params)
+    else:
+        summary = run_stage(params)
+        print(json.dumps({k: v for k, v in summary.items() if k != "a7_units"}, indent=1))
+    print(f"{args.section}: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

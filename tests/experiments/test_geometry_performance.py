@@ -1,0 +1,139 @@
+"""The sweep analysis on synthetic tables with planted effects (known answers)."""
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from geolib.experiments import geometry_performance as gp
+
+
+def synthetic_table(seed=0, noise=1.0):
+    """A 2×3×2×2 factorial plus 3 seed replicates at two centre points; w_erank rises by
+    4 with batch 128 (vs 8) and by 2 with weight decay; ID loss is U-shaped in batch."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    grid = itertools.product(["S", "M"], [8, 32, 128], [0.0, 2.0], [0.001, 0.004])
+    points = [(s, b, wd, lr, 0.1, 0) for s, b, wd, lr in grid]
+    points += [(s, 32, 2.0, 0.004, 0.1, k) for s in ("S", "M") for k in (1, 2)]
+    for size, b, wd, lr, f, s in points:
+        erank = 20 + 4 * (b == 128) + 2 * (b == 32) + 2 * (wd == 2.0) + noise * rng.normal()
+        loss = (
+            5 + 0.3 * (b != 32) + (0.2 if size == "M" else -0.2) * (wd == 2.0) + 0.05 * rng.normal()
+        )
+        rows.append(
+            dict(
+                size=size,
+                batch_size=b,
+                weight_decay=wd,
+                lr=lr,
+                final_lr_ratio=f,
+                seed=s,
+                w_erank=erank,
+                loss_id_test=loss,
+            )
+        )
+    return pd.DataFrame(rows)
+
+
+def test_seed_sd_is_the_pooled_within_group_sd():
+    t = synthetic_table()
+    sd, dof = gp.seed_sd(t, "w_erank")
+    groups = [
+        t[(t["size"] == s) & (t.batch_size == 32) & (t.weight_decay == 2.0) & (t.lr == 0.004)]
+        for s in "SM"
+    ]
+    pooled = np.sqrt(sum(((g.w_erank - g.w_erank.mean()) ** 2).sum() for g in groups) / 4)
+    assert dof == 4 and sd == pytest.approx(pooled)
+
+
+def test_matched_pairs_and_a_planted_effect():
+    t = synthetic_table(noise=0.2)
+    pairs = gp.matched_differences(t, "batch_size", 8, 128, "w_erank")
+    assert len(pairs) == 2 * 2 * 2  # size × wd × lr at seed 0
+    e = gp.effect(t, "batch_size", 8, 128, "w_erank")
+    assert e["raw_difference"] == pytest.approx(4.0, abs=0.3)
+    assert e["ci_low"] <= e["effect_sd"] <= e["ci_high"]
+    assert e["effect_sd"] == pytest.approx(e["raw_difference"] / e["seed_sd"])
+    null = gp.effect(t, "lr", 0.001, 0.004, "w_erank")
+    assert null["ci_low"] < 0 < null["ci_high"]
+
+
+def test_interaction_recovers_the_size_dependence():
+    t = synthetic_table()
+    i = gp.interaction(t, "weight_decay", 0.0, 2.0, "loss_id_test")
+    sd, _ = gp.seed_sd(t, "loss_id_test")
+    assert i["interaction_sd"] == pytest.approx(0.4 / sd, rel=0.25)
+    assert i["ci_low"] > 0
+
+
+def test_u_shape_cells():
+    t = synthetic_table()
+    u = gp.u_shape(t[t.seed == 0])
+    assert len(u) == 2 * 2 * 2 and u["u_shaped"].all()
+    flipped = t.assign(loss_id_test=-t["loss_id_test"])
+    assert not gp.u_shape(flipped[flipped.seed == 0])["u_shaped"].any()
+
+
+def test_detrended_removes_the_linear_part_of_loss():
+    t = synthetic_table()
+    t["q"] = 3.0 * t["loss_id_test"] + 1.0
+    assert np.allclose(gp.detrended(t, "q"), 0.0, atol=1e-9)
+
+
+def test_prediction_partial_and_gap_on_a_noisy_copy_of_loss():
+    rng = np.random.default_rng(5)
+    n = 200
+    loss = rng.normal(size=n)
+    t = pd.DataFrame(
+        {
+            "loss_id_test": loss,
+            "loss_ood_x": loss + 0.2 * rng.normal(size=n),
+            "w_erank": loss + 1.0 * rng.normal(size=n),
+        }
+    )
+    p = gp.prediction(t, ["loss_ood_x"], ["loss_id_test", "w_erank"], n_boot=200)
+    rank = p[p.predictor == "w_erank"].iloc[0]
+    assert rank.partial_spearman_ci_low < 0 < rank.partial_spearman_ci_high
+    assert np.isnan(p[p.predictor == "loss_id_test"].iloc[0].get("partial_spearman", np.nan))
+    g = gp.r2_gap(t, "loss_ood_x", n_boot=200)
+    assert g["ci_low"] > 0.3
+
+
+def test_agreement_and_cv_ratio():
+    rng = np.random.default_rng(6)
+    base = rng.normal(size=100)
+    t = pd.DataFrame(
+        {
+            "a": base,
+            "b": base + 0.1 * rng.normal(size=100),
+            "c": -base + 0.1 * rng.normal(size=100),
+            "w_erank": 10 + rng.normal(size=100),
+            "h_erank": 10 + 0.2 * rng.normal(size=100),
+        }
+    )
+    agree = gp.metric_agreement(t, ["a", "b", "c"], n_boot=200)
+    assert agree["value"] > 0.95 and agree["ci_low"] > 0.9
+    cv = gp.cv_ratio(t, n_boot=200)
+    assert cv["value"] == pytest.approx(0.2, rel=0.3) and cv["ci_high"] < 1
+
+
+def test_bad_input():
+    t = synthetic_table()
+    with pytest.raises(KeyError, match="not a factor"):
+        gp.matched_differences(t, "depth", 1, 2, "w_erank")
+    with pytest.raises(ValueError, match="no pairs"):
+        gp.matched_differences(t, "batch_size", 8, 64, "w_erank")
+    with pytest.raises(ValueError, match="no seed replicates"):
+        gp.seed_sd(t[t.seed == 0], "w_erank")
+    with pytest.raises(FileNotFoundError, match="not measured yet"):
+        gp.gather("/nonexistent", ["S-b8-wd0-lr0.001-f0.1-s0"])
+
+
+def test_a_constant_predictor_is_noted_not_correlated():
+    rng = np.random.default_rng(7)
+    t = pd.DataFrame({"loss_id_test": rng.normal(size=30), "loss_ood_x": rng.normal(size=30)})
+    t["h_flat"] = 0.0
+    p = gp.prediction(t, ["loss_ood_x"], ["h_flat"], n_boot=200)
+    assert p.iloc[0]["note"] == "constant across models" and np.isnan(p.iloc[0].get("r2", np.nan))

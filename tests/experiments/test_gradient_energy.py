@@ -1,0 +1,218 @@
+"""geolib.experiments.gradient_energy: token sets, pooled statistics with the joint bootstrap, and the whole
+stage on two tiny trained runs (a decoder and the encoder)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from geolib.experiments import gradient_energy as ge
+from tests.models.test_checkpoints import V, make_tokenizer
+
+
+def test_split_windows_disjoint_and_deterministic():
+    tokens = np.arange(1000)
+    src, ev = ge.split_windows(tokens, 10, 20, 30, seed=0)
+    assert src.shape == (20, 10) and ev.shape == (30, 10)
+    starts = np.concatenate([src[:, 0], ev[:, 0]])
+    assert len(set(starts)) == 50 and np.all(starts % 10 == 0)  # whole, distinct windows
+    np.testing.assert_array_equal(src[:, 1:] - src[:, :-1], 1)  # contiguous
+    again = ge.split_windows(tokens, 10, 20, 30, seed=0)
+    np.testing.assert_array_equal(again[0], src)
+    with pytest.raises(ValueError, match="hold 100 windows"):
+        ge.split_windows(tokens, 10, 60, 41, seed=0)
+    with pytest.raises(ValueError, match="length"):
+        ge.split_windows(tokens, 0, 1, 1, seed=0)
+
+
+def test_model_batch_decoder_and_encoder():
+    w = np.arange(2 * 9).reshape(2, 9) + 3
+    x, y = ge.model_batch(
+        w, True, mask_token_id=None, vocab_size=40, special_ids=(), mask_prob=0.15, seed=0
+    )
+    np.testing.assert_array_equal(x, w[:, :-1])
+    np.testing.assert_array_equal(y, w[:, 1:])
+    x, y = ge.model_batch(
+        w, False, mask_token_id=2, vocab_size=40, special_ids=(0, 1, 2), mask_prob=0.5, seed=0
+    )
+    assert x.shape == (2, 8)
+    masked = y != -100
+    assert masked.any() and np.all(y[masked] == w[:, :-1][masked])
+    with pytest.raises(ValueError, match="mask token"):
+        ge.model_batch(
+            w, False, mask_token_id=None, vocab_size=40, special_ids=(), mask_prob=0.5, seed=0
+        )
+
+
+def test_unigram_entropy():
+    assert ge.unigram_entropy(np.array([0, 1, 2, 3] * 5)) == pytest.approx(np.log(4))
+    assert ge.unigram_entropy(np.array([7, 7, 7])) == pytest.approx(0.0)
+
+
+def test_subspace_overlap():
+    e = np.eye(6)
+    assert ge.subspace_overlap(e[:, :2], e[:, :2]) == pytest.approx(1.0)
+    assert ge.subspace_overlap(e[:, :2], e[:, 2:4]) == pytest.approx(0.0)
+    rng = np.random.default_rng(0)
+    vals = [
+        ge.subspace_overlap(np.linalg.qr(rng.standard_normal((6, 2)))[0], e[:, :2])
+        for _ in range(3000)
+    ]
+    assert np.mean(vals) == pytest.approx(2 / 6, abs=0.02)  # random baseline k/d
+    with pytest.raises(ValueError, match="same shape"):
+        ge.subspace_overlap(e[:, :2], e[:, :3])
+
+
+def test_pooled_statistics_on_known_ratios():
+    rng = np.random.default_rng(1)
+    n = 80
+
+    def unit(r):  # energies whose population ratio is r
+        t = rng.gamma(4.0, r, size=(n, 1))
+        c = rng.gamma(4.0, 1.0, size=(n, 10))
+        return np.concatenate([t, c], axis=1)
+
+    group = [unit(r) for r in (5.0, 10.0, 20.0)]
+    w = ge.bootstrap_weights(n, 400, seed=2)
+    np.testing.assert_array_equal(w.sum(axis=1), n)
+    med = ge.pooled_median(group, w, 0.95)
+    assert med.low < 10.0 < med.high and med.n_units == 3
+    ratio = ge.pooled_median_ratio(group, [unit(r) for r in (1.0, 2.0, 4.0)], w, 0.95)
+    assert ratio.low < 5.0 < ratio.high
+    np.testing.assert_allclose(
+        ge.unit_ratios(group)[0], [u[:, 0].sum() / u[:, 1:].sum(0).mean() for u in group]
+    )
+    with pytest.raises(ValueError, match="no units"):
+        ge.unit_ratios([])
+
+
+def test_stage_on_decoder_and_encoder_runs(decoder_and_encoder_runs, tmp_path):
+    root = decoder_and_encoder_runs
+    p = {
+        "seed": 0,
+        "runs": [str(root / "pythia"), str(root / "bert")],
+        "revisions": None,
+        "tokens": str(root / "val.npy"),
+        "unigram_tokens": str(root / "train.npy"),
+        "seq_len": 16,
+        "n_source": 12,
+        "n_eval": 10,
+        "batch_size": 4,
+        "mask_prob": None,  # the runs' own: 0.3
+        "ranks": [1, 2],
+        "n_controls": 5,
+        "frozen_sources": [2],
+        "n_boot": 50,
+        "ci_level": 0.9,
+        "out_dir": str(tmp_path / "out"),
+        "key_rank": 2,
+        "early_max": 4,
+        "a7_source": 2,
+    }
+    torch.manual_seed(0)
+    summary = ge.run_stage(p, log=lambda *_: None)
+    table = pd.read_csv(tmp_path / "out" / "r_energy.csv")
+    steps = [0, 1, 2, 4, 8]
+    # every run x step x layer (embed + 2 blocks) x k, refit; plus frozen step-2 after step 2
+    n_refit = 2 * len(steps) * 3 * 2
+    n_frozen = 2 * 2 * 3 * 2  # steps 4 and 8
+    assert len(table) == n_refit + n_frozen
+    assert set(table["source"]) == {"refit", "step-2"}
+    assert (table["ci_low"] <= table["r_energy"]).all() and (
+        table["r_energy"] <= table["ci_high"]
+    ).all()
+    assert (table["fraction_of_ceiling"] <= 1.0 + 1e-9).all()  # no subspace beats G's own top-k
+    assert (table["p_value"] >= 1 / 6 - 1e-12).all()
+    losses = pd.read_csv(tmp_path / "out" / "losses.csv")
+    assert len(losses) == 2 * len(steps) and losses["unigram_entropy"].nunique() == 1
+    ck = pd.read_csv(tmp_path / "out" / "checkpoints.csv")
+    assert ck["weights_sha256"].nunique() == len(ck)  # every step changed the weights
+    overlap = pd.read_csv(tmp_path / "out" / "overlap.csv")
+    assert ((overlap["overlap"] >= 0) & (overlap["overlap"] <= 1 + 1e-9)).all()
+    saved = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert saved["a4"]["low"] <= saved["a4"]["value"] <= saved["a4"]["high"]
+    assert saved["a6"]["n_units"] > 0 and saved["a7"]["n_units"] == 2  # pythia, 2 blocks
+    assert summary["key_rank"] == 2
+
+
+def test_duplicate_checkpoints_are_flagged(decoder_and_encoder_runs, tmp_path):
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(decoder_and_encoder_runs / "pythia", run)
+    shutil.rmtree(run / "step-4")
+    shutil.copytree(run / "step-2", run / "step-4")  # byte-identical weights at two steps
+    src, ev = ge.split_windows(np.load(decoder_and_encoder_runs / "val.npy"), 17, 6, 6, seed=0)
+    res = ge.analyse_run(
+        str(run),
+        [2, 4],
+        src,
+        ev,
+        ranks=[1],
+        n_controls=3,
+        frozen_sources=[],
+        batch_size=3,
+        mask_prob=0.15,
+        seed=0,
+        n_boot=20,
+        level=0.9,
+        log=lambda *_: None,
+    )
+    assert [c["duplicate_of"] for c in res.checkpoints] == [None, 2]
+
+
+def test_checkpoints_of_errors(tmp_path):
+    with pytest.raises(ValueError, match="revisions"):
+        ge.checkpoints_of("org/model", None)
+    assert ge.checkpoints_of("org/model", ["step0", "step9"]) == ["step0", "step9"]
+
+
+def test_training_mask_prob(decoder_and_encoder_runs):
+    assert ge.training_mask_prob(str(decoder_and_encoder_runs / "bert"), None) == 0.3
+    assert ge.training_mask_prob(str(decoder_and_encoder_runs / "bert"), 0.2) == 0.2
+    assert ge.training_mask_prob("org/model", None) == 0.15
+
+
+def test_hub_revisions_offline_with_a_duplicate(tmp_path, monkeypatch):
+    """The paper-scale path: a hub id at revisions, read from a hand-built offline HF cache;
+    two revisions with byte-identical weights (as Pythia's step0 and step1) are flagged."""
+    from geolib.models.families import ModelConfig, build_model, quiet_progress
+    from tests.models.test_checkpoints import make_hub_cache
+
+    cfg = ModelConfig(family="pythia", d_model=16, n_layers=2, n_heads=2, d_ff=32, context=16)
+    revs = {}
+    for rev, seed in (("step0", 1), ("step1", 1), ("step4", 2)):
+        folder = tmp_path / "src" / rev
+        with quiet_progress():
+            build_model(cfg, V, seed=seed).save_pretrained(folder)
+        make_tokenizer(folder)
+        revs[rev] = folder
+    make_hub_cache(tmp_path / "hub", "testorg/tiny", revs)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    tokens = np.random.default_rng(0).integers(3, V, 2000)
+    src, ev = ge.split_windows(tokens, 17, 6, 6, seed=0)
+    ckpts = ge.checkpoints_of("testorg/tiny", ["step0", "step1", "step4"])
+    res = ge.analyse_run(
+        "testorg/tiny",
+        ckpts,
+        src,
+        ev,
+        ranks=[1, 2],
+        n_controls=3,
+        frozen_sources=[1],
+        batch_size=3,
+        mask_prob=None,
+        seed=0,
+        n_boot=20,
+        level=0.9,
+        log=lambda *_: None,
+    )
+    assert [c["step"] for c in res.checkpoints] == [0, 1, 4]
+    assert [c["duplicate_of"] for c in res.checkpoints] == [None, 0, None]
+    assert {row["source"] for row in res.rows if row["step"] == 4} == {"refit", "step-1"}
+    assert all(row["duplicate_of"] == 0 for row in res.rows if row["step"] == 1)

@@ -1,0 +1,202 @@
+"""Residual isotropy algebra against direct computations on projected points."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from geolib.measure.metrics import isoscore, isoscore_star
+from geolib.measure.probes import complement_subspaces, top_subspace
+from geolib.measure.residual import (
+    SequenceMoments,
+    gain_fraction,
+    residual_isoscore,
+    shrink,
+    top_removal_isoscore,
+)
+
+
+def _orthonormal(rng, d, k):
+    q, _ = np.linalg.qr(rng.standard_normal((d, k)))
+    return q
+
+
+def _complement(u):
+    q, _ = np.linalg.qr(u, mode="complete")
+    return q[:, u.shape[1] :]
+
+
+def _cloud(rng, n=2000, d=12):
+    scales = np.geomspace(5.0, 0.3, d)
+    return rng.standard_normal((n, d)) * scales @ _orthonormal(rng, d, d).T + 3.0
+
+
+@pytest.mark.parametrize("zeta", [0.0, 0.3, 1.0])
+def test_residual_equals_isoscore_star_of_projected_points(zeta):
+    rng = np.random.default_rng(0)
+    x = _cloud(rng)
+    c0 = np.cov(_cloud(rng, n=5000), rowvar=False)
+    u = _orthonormal(rng, 12, 3)
+    q = _complement(u)
+    direct = isoscore_star(x @ q, C0=q.T @ c0 @ q, zeta=zeta)
+    s = shrink(np.cov(x, rowvar=False), c0, zeta)
+    assert residual_isoscore(s, u)[0] == pytest.approx(direct, rel=1e-10, abs=1e-12)
+
+
+def test_stack_of_covariances_and_bases_match_one_by_one():
+    rng = np.random.default_rng(1)
+    covs = np.stack([np.cov(_cloud(rng, n=300), rowvar=False) for _ in range(4)])
+    bases = complement_subspaces(_orthonormal(rng, 12, 2), 5, rng)
+    out = residual_isoscore(covs, bases)
+    assert out.shape == (4, 5)
+    for b in range(4):
+        for m in range(5):
+            q = _complement(bases[m])
+            assert out[b, m] == pytest.approx(isoscore_star_from(q.T @ covs[b] @ q), rel=1e-10)
+
+
+def isoscore_star_from(cov):
+    from geolib.measure.metrics import isoscore_from_cov
+
+    return isoscore_from_cov(cov)
+
+
+def test_top_removal_equals_removing_the_top_eigenvectors():
+    rng = np.random.default_rng(2)
+    c = np.cov(_cloud(rng), rowvar=False)
+    for k in (1, 3, 6):
+        t = top_subspace(c, k)
+        assert top_removal_isoscore(c, k) == pytest.approx(residual_isoscore(c, t)[0], rel=1e-10)
+    stack = np.stack([c, 2.0 * c])
+    assert np.allclose(top_removal_isoscore(stack, 2), top_removal_isoscore(c, 2))
+
+
+def test_warm_started_top_removal_matches_the_exact_one_on_resamples():
+    from geolib.measure.residual import SequenceMoments, top_removal_isoscore_near
+
+    rng = np.random.default_rng(9)
+    mom = SequenceMoments(np.zeros(12))
+    scales = np.geomspace(6.0, 0.2, 12)
+    for _ in range(40):
+        mom.update(rng.standard_normal((30, 12)) * scales)
+    point = mom.covariance()
+    boot = mom.covariance(rng.multinomial(40, np.full(40, 1 / 40), size=25).astype(float))
+    for k in (1, 3):
+        near = top_removal_isoscore_near(boot, top_subspace(point, k))
+        exact = top_removal_isoscore(boot, k)
+        assert np.allclose(near, exact, atol=1e-9)
+    with pytest.raises(ValueError, match="stack"):
+        top_removal_isoscore_near(point, top_subspace(point, 1))
+
+
+def test_removing_the_top_subspace_raises_isoscore_by_construction():
+    """The tautology: an isotropic cloud plus a spike; removing its top direction (fitted on the
+    same points) raises IsoScore, whatever produced the spike."""
+    rng = np.random.default_rng(3)
+    d = 20
+    x = rng.standard_normal((4000, d))
+    x[:, 0] *= 6.0
+    c = np.cov(x, rowvar=False)
+    before = isoscore(x)
+    assert top_removal_isoscore(c, 1) > before + 0.3
+    # and it beats every random normal control
+    t = top_subspace(c, 1)
+    controls = residual_isoscore(c, complement_subspaces(t, 20, rng))
+    assert residual_isoscore(c, t)[0] > controls.max() + 0.3
+
+
+def test_planted_subspace_helps_only_when_it_carries_variance():
+    """A subspace chosen a priori (not fitted to the points): removing it raises IsoScore beyond
+    the normal controls when the cloud's extra variance lies in it, and not when it only holds
+    the isotropic bulk's share."""
+    rng = np.random.default_rng(4)
+    d = 20
+    spike = _orthonormal(rng, d, 1)
+    cov = np.eye(d) + 35.0 * spike @ spike.T  # isotropic bulk plus a spike along `spike`
+    q = _complement(spike)
+    bulk_only = q @ _orthonormal(rng, d - 1, 1)  # a planted direction orthogonal to the spike
+    for planted, helps in ((spike, True), (bulk_only, False)):
+        ctrl = complement_subspaces(planted, 50, rng)
+        gain = residual_isoscore(cov, planted)[0] - isoscore_star_from(cov)
+        gain_n = np.median(residual_isoscore(cov, ctrl)) - isoscore_star_from(cov)
+        assert bool(gain > gain_n + 0.05) == helps
+    # the spike direction is also what the top-1 removal finds: the maximum
+    assert residual_isoscore(cov, spike)[0] == pytest.approx(top_removal_isoscore(cov, 1))
+
+
+def test_top_removal_lowers_isoscore_of_nearly_isotropic_points():
+    """The top-k reference is no maximum for nearly isotropic states: isotropic but for one dead
+    direction, removing the top-k lowers IsoScore, random removals do better, and the share is
+    undefined."""
+    lam = np.ones(20)
+    lam[-1] = 0.0
+    cov = np.diag(lam)
+    before = isoscore_star_from(cov)
+    assert top_removal_isoscore(cov, 2) < before
+    ctrl = complement_subspaces(top_subspace(cov, 2), 20, np.random.default_rng(8))
+    d_n = np.median(residual_isoscore(cov, ctrl)) - before
+    assert np.isnan(gain_fraction(0.0, d_n, top_removal_isoscore(cov, 2) - before))
+
+
+def test_sequence_moments_reweighting_is_exact():
+    rng = np.random.default_rng(5)
+    seqs = [rng.standard_normal((n, 6)) * 0.01 + 1e3 for n in (7, 9, 5, 8)]
+    mom = SequenceMoments(shift=np.full(6, 1e3))
+    for s in seqs:
+        mom.update(s)
+    assert mom.n_sequences == 4
+    all_rows = np.concatenate(seqs)
+    assert np.allclose(mom.covariance(), np.cov(all_rows, rowvar=False, ddof=0), rtol=1e-9)
+    w = np.array([[2, 0, 1, 1], [1, 1, 1, 1]])
+    resampled = np.concatenate([seqs[0], seqs[0], seqs[2], seqs[3]])
+    got = mom.covariance(w)
+    assert got.shape == (2, 6, 6)
+    assert np.allclose(got[0], np.cov(resampled, rowvar=False, ddof=0), rtol=1e-9)
+    assert np.allclose(got[1], mom.covariance())
+
+
+def test_gain_fraction():
+    d_t, d_n, d_max = np.array([0.5, 0.2, 0.3]), np.array([0.0, 0.1, 0.3]), np.array([1, 0.3, 0.3])
+    f = gain_fraction(d_t, d_n, d_max)
+    assert f[0] == pytest.approx(0.5)
+    assert f[1] == pytest.approx(0.5)
+    assert np.isnan(f[2])
+
+
+def test_bad_input():
+    rng = np.random.default_rng(6)
+    c = np.cov(_cloud(rng), rowvar=False)
+    with pytest.raises(ValueError, match="orthonormal"):
+        residual_isoscore(c, rng.standard_normal((12, 2)))
+    with pytest.raises(ValueError, match="1 <= k"):
+        residual_isoscore(c, _orthonormal(rng, 12, 11))
+    with pytest.raises(ValueError, match="symmetric"):
+        residual_isoscore(c + np.triu(np.ones((12, 12)), 1), _orthonormal(rng, 12, 2))
+    with pytest.raises(ValueError, match="non-finite"):
+        residual_isoscore(np.full((12, 12), np.nan), _orthonormal(rng, 12, 2))
+    with pytest.raises(ValueError, match="zeta"):
+        shrink(c, None, 1.5)
+    with pytest.raises(ValueError, match="k must be"):
+        top_removal_isoscore(c, 11)
+    with pytest.raises(ValueError, match="positive semidefinite"):
+        top_removal_isoscore(-c, 2)
+    with pytest.raises(ValueError, match="zero"):
+        residual_isoscore(np.zeros((12, 12)), _orthonormal(rng, 12, 2))
+    mom = SequenceMoments(np.zeros(3))
+    with pytest.raises(ValueError, match="no sequences"):
+        mom.covariance()
+    with pytest.raises(ValueError, match="states must be"):
+        mom.update(np.zeros((4, 2)))
+    mom.update(np.ones((2, 3)))
+    with pytest.raises(ValueError, match="weights"):
+        mom.covariance(np.array([-1.0]))
+
+
+def test_isoscore_of_covariance_matches_metrics():
+    from geolib.measure.metrics import isoscore_from_cov
+    from geolib.measure.residual import isoscore_of_covariance
+
+    rng = np.random.default_rng(7)
+    c = np.cov(_cloud(rng), rowvar=False)
+    assert isoscore_of_covariance(c) == pytest.approx(isoscore_from_cov(c), rel=1e-10)
+    assert np.allclose(isoscore_of_covariance(np.stack([c, 3 * c])), isoscore_from_cov(c))

@@ -1,0 +1,244 @@
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from geolib.measure import stats as stats_module
+from geolib.measure.stats import fit_loglog, mean_ci, proportion_ci, t_quantile
+
+
+def test_mean_ci_matches_scipy_interval():
+    x = np.array([1.0, 2.0, 4.0, 7.0])
+    est = mean_ci(x, level=0.9)
+    low, high = stats.t.interval(0.9, len(x) - 1, loc=x.mean(), scale=stats.sem(x))
+    assert (est.mean, est.low, est.high) == pytest.approx((3.5, low, high))
+    assert est.half_width == pytest.approx((high - low) / 2)
+
+
+def test_mean_ci_coverage():
+    """About 95% of intervals from N(0,1) samples of size 10 contain 0."""
+    rng = np.random.default_rng(0)
+    hits = []
+    for _ in range(2000):
+        est = mean_ci(rng.standard_normal(10))
+        hits.append(est.low <= 0.0 <= est.high)
+    assert np.mean(hits) == pytest.approx(0.95, abs=0.015)
+
+
+@pytest.mark.parametrize("bad", [[1.0], [1.0, np.nan], []])
+def test_mean_ci_bad_input(bad):
+    with pytest.raises(ValueError):
+        mean_ci(bad)
+
+
+# ------------------------------------------------------------------------------------------
+# t quantile, log–log slopes, proportions
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("level", "dof", "expected"),
+    [(0.95, 1, 12.7062047), (0.95, 10, 2.2281389), (0.99, 5, 4.0321430), (0.9, 30, 1.6972609)],
+)
+def test_t_quantile_table_values(level, dof, expected):
+    assert t_quantile(level, dof) == pytest.approx(expected, rel=1e-7)
+
+
+def test_t_quantile_tends_to_normal():
+    assert t_quantile(0.95, 10**7) == pytest.approx(1.959964, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("level", "dof"), [(1.0, 5), (0.0, 5), (0.95, 0), (0.95, 2.5), (0.95, True)]
+)
+def test_t_quantile_bad_input(level, dof):
+    with pytest.raises(ValueError):
+        t_quantile(level, dof)
+
+
+def test_fit_loglog_exact_power_law():
+    x = np.logspace(-2, 2, 9)
+    fit = fit_loglog(x, 3.0 * x**-1.5)
+    assert fit.slope == pytest.approx(-1.5, abs=1e-12)
+    assert math.exp(fit.intercept) == pytest.approx(3.0, rel=1e-12)
+    assert fit.stderr == pytest.approx(0.0, abs=1e-12)
+    assert fit.r_squared == pytest.approx(1.0)
+    assert fit.n_points == 9
+    np.testing.assert_allclose(fit.predict(x), 3.0 * x**-1.5, rtol=1e-10)
+
+
+def test_fit_loglog_ci_matches_scipy_linregress():
+    rng = np.random.default_rng(0)
+    x = np.logspace(0, 3, 40)
+    y = x**2 * np.exp(rng.normal(0, 0.3, size=x.size))
+    fit = fit_loglog(x, y, level=0.9)
+    ref = stats.linregress(np.log(x), np.log(y))
+    q = stats.t.ppf(0.95, x.size - 2)
+    assert fit.slope == pytest.approx(ref.slope, rel=1e-12)
+    assert fit.stderr == pytest.approx(ref.stderr, rel=1e-10)
+    assert fit.ci_low == pytest.approx(ref.slope - q * ref.stderr, rel=1e-10)
+    assert fit.contains(2.0) and not fit.contains(2.5)
+    assert fit.label() == f"slope {fit.slope:.2f} [{fit.ci_low:.2f}, {fit.ci_high:.2f}] (90% CI)"
+
+
+@pytest.mark.parametrize(
+    ("x", "y", "match"),
+    [
+        ([1, 2], [1, 2], "at least 3"),
+        ([1, 2, 3], [1, 2, 3, 4], "same length"),
+        ([1, 2, -3], [1, 2, 3], "strictly positive"),
+        ([1, 2, 3], [1, 0, 3], "strictly positive"),
+        ([1, 2, np.nan], [1, 2, 3], "non-finite"),
+        ([2, 2, 2], [1, 2, 3], "distinct"),
+        ([[1, 2, 3]], [[1, 2, 3]], "one-dimensional"),
+    ],
+)
+def test_fit_loglog_bad_inputs(x, y, match):
+    with pytest.raises(ValueError, match=match):
+        fit_loglog(x, y)
+
+
+def test_proportion_ci_matches_beta_quantiles_and_edges():
+    p = proportion_ci(36, 40)
+    assert p.fraction == 0.9
+    assert p.low == pytest.approx(stats.beta.ppf(0.025, 36, 5))
+    assert p.high == pytest.approx(stats.beta.ppf(0.975, 37, 4))
+    assert p.low < 0.95 < p.high  # 36 of 40 cannot tell 90% coverage from 95%
+    assert proportion_ci(0, 10).low == 0.0 and proportion_ci(10, 10).high == 1.0
+
+
+@pytest.mark.parametrize(("k", "n"), [(-1, 10), (11, 10), (1, 0), (1.5, 10)])
+def test_proportion_ci_bad_input(k, n):
+    with pytest.raises(ValueError):
+        proportion_ci(k, n)
+
+
+def test_zipf_fit_recovers_a_power_law_and_bootstrap_brackets_it():
+    ranks = np.arange(1, 1001)
+    counts = np.round(1e6 * ranks**-1.0).astype(np.int64)
+    fit = stats_module.zipf_fit(counts, rank_min=1, rank_max=500)
+    assert fit["slope"] == pytest.approx(-1.0, abs=0.01) and fit["r2"] > 0.999
+    rng = np.random.default_rng(0)
+    p = ranks**-1.1 / (ranks**-1.1).sum()
+    docs = np.stack([rng.multinomial(20000, p) for _ in range(30)])
+    boot = stats_module.zipf_bootstrap(docs, n_boot=50, seed=0, rank_min=1, rank_max=100)
+    assert boot["ci_low"] <= boot["slope"] <= boot["ci_high"]
+    assert boot["ci_low"] < -1.1 < boot["ci_high"]
+    pct = stats_module.zipf_bootstrap(
+        docs, n_boot=50, seed=0, rank_min=1, rank_max=100, method="percentile"
+    )
+    assert pct["ci_high"] - pct["ci_low"] == pytest.approx(boot["ci_high"] - boot["ci_low"])
+    assert boot == stats_module.zipf_bootstrap(docs, n_boot=50, seed=0, rank_min=1, rank_max=100)
+    with pytest.raises(ValueError, match="method"):
+        stats_module.zipf_bootstrap(docs, method="bca")
+    with pytest.raises(ValueError, match="ranks"):
+        stats_module.zipf_fit(np.array([5, 0, 0]))
+    with pytest.raises(ValueError, match="documents"):
+        stats_module.zipf_bootstrap(np.ones((1, 5)))
+
+
+# ------------------------------------------------------------------------------------------
+# association over models
+# ------------------------------------------------------------------------------------------
+
+
+def test_spearman_against_scipy_and_invariances():
+    from geolib.measure.stats import spearman
+
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=40), rng.normal(size=40)
+    y = x + 0.5 * y
+    assert spearman(x, y) == pytest.approx(stats.spearmanr(x, y).statistic, abs=1e-12)
+    assert spearman(x, np.exp(x)) == pytest.approx(1.0)  # any increasing transform
+    assert spearman(x, -(x**3)) == pytest.approx(-1.0)
+    ties = [1, 1, 2, 3, 3, 3]
+    assert spearman(ties, [1, 2, 3, 4, 5, 6]) == pytest.approx(
+        stats.spearmanr(ties, [1, 2, 3, 4, 5, 6]).statistic, abs=1e-12
+    )
+
+
+def test_r_squared_is_the_ols_share_of_variance():
+    from geolib.measure.stats import r_squared
+
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=50)
+    y = 2 - 3 * x + rng.normal(size=50)
+    b, a = np.polyfit(x, y, 1)
+    resid = y - (a + b * x)
+    expected = 1 - resid @ resid / ((y - y.mean()) @ (y - y.mean()))
+    assert r_squared(x, y) == pytest.approx(expected, rel=1e-12)
+    assert r_squared(x, 5 * x + 1) == pytest.approx(1.0)
+
+
+def test_partial_spearman_matches_the_closed_form_on_ranks():
+    """r_xy·z = (r_xy − r_xz r_yz) / √((1 − r_xz²)(1 − r_yz²)) on the ranks."""
+    from geolib.measure.stats import partial_spearman
+
+    rng = np.random.default_rng(2)
+    z = rng.normal(size=60)
+    x, y = z + rng.normal(size=60), z + rng.normal(size=60) + 0.3 * rng.normal(size=60)
+    rx, ry, rz = (stats.rankdata(v) for v in (x, y, z))
+    r = lambda a, b: np.corrcoef(a, b)[0, 1]  # noqa: E731
+    expected = (r(rx, ry) - r(rx, rz) * r(ry, rz)) / np.sqrt(
+        (1 - r(rx, rz) ** 2) * (1 - r(ry, rz) ** 2)
+    )
+    assert partial_spearman(x, y, z) == pytest.approx(expected, rel=1e-10)
+
+
+def test_a_noisy_copy_of_loss_adds_nothing_beyond_loss():
+    """Geometry that is loss plus noise predicts OOD loss (which follows ID loss) marginally,
+    but its partial correlation given ID loss is ≈ 0; a real extra signal is not ≈ 0."""
+    from geolib.measure.stats import bootstrap_association, partial_spearman, spearman
+
+    rng = np.random.default_rng(3)
+    n = 400
+    loss = rng.normal(size=n)
+    ood = loss + 0.3 * rng.normal(size=n)
+    geometry = loss + 0.5 * rng.normal(size=n)
+    assert spearman(geometry, ood) > 0.7
+    partial = bootstrap_association(partial_spearman, geometry, ood, loss, n_boot=300, seed=0)
+    assert partial.ci_low < 0 < partial.ci_high and partial.half_width < 0.15
+    extra = rng.normal(size=n)
+    ood2 = loss + extra
+    informative = bootstrap_association(
+        partial_spearman, extra + 0.2 * rng.normal(size=n), ood2, loss, n_boot=300, seed=0
+    )
+    assert informative.ci_low > 0.5
+
+
+def test_bootstrap_interval_covers_a_known_correlation_at_about_its_level():
+    from geolib.measure.stats import bootstrap_association, spearman
+
+    rho = 0.6  # Spearman's rho of a bivariate normal with Pearson correlation r
+    r = 2 * np.sin(np.pi * rho / 6)
+    cov = [[1, r], [r, 1]]
+    hits = 0
+    for seed in range(60):
+        xy = np.random.default_rng(100 + seed).multivariate_normal([0, 0], cov, size=80)
+        a = bootstrap_association(spearman, xy[:, 0], xy[:, 1], n_boot=300, seed=seed)
+        assert a.ci_low <= a.value <= a.ci_high and a.n == 80 and a.n_boot == 300
+        hits += a.ci_low <= rho <= a.ci_high
+    assert 48 <= hits <= 60  # nominal 95% of 60 = 57; percentile intervals run a bit short
+
+
+def test_association_bad_input():
+    from geolib.measure.stats import bootstrap_association, partial_spearman, spearman
+
+    with pytest.raises(ValueError, match="differ in length"):
+        spearman([1, 2, 3], [1, 2])
+    with pytest.raises(ValueError, match="at least 3"):
+        spearman([1, 2], [1, 2])
+    with pytest.raises(ValueError, match="NaN"):
+        partial_spearman([1, 2, 3, np.nan], [1, 2, 3, 4], [1, 2, 3, 4])
+    with pytest.raises(ValueError, match="n_boot"):
+        bootstrap_association(spearman, [1, 2, 3, 4], [1, 2, 3, 4], n_boot=10)
+    with pytest.raises(ValueError, match="undefined"):
+        bootstrap_association(spearman, [1, 1, 1, 2], [1, 2, 3, 4], n_boot=200, seed=0)
+
+
+def test_mean_ci_refuses_two_dimensional_input():
+    from geolib.measure.stats import mean_ci
+
+    with pytest.raises(ValueError, match="one-dimensional"):
+        mean_ci(np.ones((3, 2)))

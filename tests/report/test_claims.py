@@ -1,0 +1,357 @@
+"""geolib.report.claims: every branch of every rule on made-up numbers (boundaries included), the
+combination of evidence rows, and the table."""
+
+import json
+
+import pytest
+
+from geolib.report.claims import (
+    CLAIMS,
+    NOT_RUN,
+    Beyond,
+    Claim,
+    Fraction,
+    Identity,
+    Threshold,
+    WithinTolerance,
+    claims_markdown,
+    combine_statuses,
+    main,
+    read_claims,
+    rule_from_params,
+    write_claims,
+)
+
+WHY = "the paper's law"
+
+# ------------------------------------------------------------------------------------------
+# within_tolerance
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("est", "low", "high", "status"),
+    [
+        (2.0, 1.95, 2.05, "reproduced"),
+        (2.0, 1.9, 2.1, "reproduced"),  # boundary: interval exactly the band
+        (1.8, 1.7, 1.85, "not reproduced"),  # entirely below
+        (2.3, 2.15, 2.4, "not reproduced"),  # entirely above
+        (1.9, 1.85, 1.95, "inconclusive"),  # straddles the lower edge
+        (2.0, 1.5, 2.5, "inconclusive"),  # wider than the band
+        (2.15, 2.1, 2.2, "inconclusive"),  # touches the upper edge: not entirely outside
+    ],
+)
+def test_within_tolerance_branches(est, low, high, status):
+    v = WithinTolerance(2.0, 0.1, WHY).decide(est, low, high)
+    assert v.status == status
+    assert "2 ± 0.1" in v.rule and WHY in v.rule
+
+
+@pytest.mark.parametrize(
+    ("est", "low", "high", "status"),
+    [
+        (0.5, 0.3, 0.7, "reproduced"),  # entirely above the band
+        (-0.5, -0.7, -0.2, "reproduced"),  # entirely below: either sign counts
+        (0.0, -0.05, 0.1, "not reproduced"),  # inside
+        (0.0, -0.1, 0.1, "not reproduced"),  # exactly the band
+        (0.1, 0.0, 0.3, "inconclusive"),  # straddles the upper edge
+        (0.0, -0.5, 0.5, "inconclusive"),  # wider than the band
+    ],
+)
+def test_beyond_branches(est, low, high, status):
+    v = Beyond(0.0, 0.1, WHY).decide(est, low, high)
+    assert v.status == status and "either side" in v.rule and WHY in v.rule
+
+
+def test_beyond_bad_input():
+    with pytest.raises(ValueError, match="tol must be > 0"):
+        Beyond(0.0, 0.0, WHY)
+    with pytest.raises(ValueError, match="low <= estimate <= high"):
+        Beyond(0.0, 0.1, WHY).decide(0.5, 0.6, 0.7)
+    assert isinstance(
+        rule_from_params({"rule": "beyond", "target": 0, "tol": 1, "reason": WHY}), Beyond
+    )
+
+
+def test_within_tolerance_bad_input():
+    rule = WithinTolerance(-1.0, 0.05, WHY)
+    with pytest.raises(ValueError, match="low <= estimate <= high"):
+        rule.decide(-1.0, -0.9, -1.1)
+    with pytest.raises(ValueError, match="finite"):
+        rule.decide(float("nan"), -1.1, -0.9)
+    with pytest.raises(ValueError, match="tol"):
+        WithinTolerance(1.0, 0.0, WHY)
+    with pytest.raises(ValueError, match="reason"):
+        WithinTolerance(1.0, 0.1, "  ")
+
+
+# ------------------------------------------------------------------------------------------
+# threshold
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("est", "low", "high", "status"),
+    [
+        (20.0, 12.0, 30.0, "reproduced"),
+        (10.5, 10.0, 11.0, "inconclusive"),  # boundary: near bound on the threshold
+        (9.0, 5.0, 12.0, "inconclusive"),
+        (3.0, 2.0, 4.0, "partly"),  # short of 10 but excludes the null 1
+        (1.0, 0.8, 1.3, "not reproduced"),  # short of 10 and contains the null
+        (9.0, 8.0, 9.99, "partly"),
+    ],
+)
+def test_threshold_above_branches(est, low, high, status):
+    assert Threshold(10.0, WHY, no_effect=1.0).decide(est, low, high).status == status
+
+
+def test_threshold_without_null_and_below():
+    assert Threshold(10.0, WHY).decide(3.0, 2.0, 4.0).status == "not reproduced"
+    below = Threshold(0.3, WHY, direction="below", no_effect=1.0)
+    assert below.decide(0.1, 0.05, 0.2).status == "reproduced"
+    assert below.decide(0.5, 0.4, 0.6).status == "partly"  # short of 0.3, excludes 1
+    assert below.decide(0.9, 0.6, 1.2).status == "not reproduced"
+    assert below.decide(0.3, 0.2, 0.4).status == "inconclusive"
+    assert "< 0.3" in below.describe()
+
+
+def test_threshold_bad_input():
+    with pytest.raises(ValueError, match="direction"):
+        Threshold(1.0, WHY, direction="sideways")
+    with pytest.raises(ValueError, match="no-effect side"):
+        Threshold(10.0, WHY, no_effect=20.0)
+
+
+# ------------------------------------------------------------------------------------------
+# fraction and identity
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("k", "n", "status"),
+    [
+        (3, 3, "reproduced"),
+        (8, 10, "reproduced"),  # boundary: exactly 80%
+        (7, 10, "not reproduced"),
+        (2, 2, "inconclusive"),  # fewer units than min_units
+        (0, 3, "not reproduced"),
+    ],
+)
+def test_fraction_branches(k, n, status):
+    assert Fraction(0.8, 3, WHY).decide(k, n).status == status
+
+
+def test_fraction_bad_input():
+    with pytest.raises(ValueError, match="exceed"):
+        Fraction(0.8, 3, WHY).decide(4, 3)
+    with pytest.raises(ValueError, match="min_fraction"):
+        Fraction(0.0, 3, WHY)
+    with pytest.raises(ValueError, match="min_units"):
+        Fraction(0.5, 0, WHY)
+
+
+@pytest.mark.parametrize(
+    ("dev", "status"), [(0.0, "reproduced"), (1e-10, "reproduced"), (2e-10, "not reproduced")]
+)
+def test_identity_branches(dev, status):
+    assert Identity(1e-10, WHY).decide(dev).status == status
+
+
+def test_identity_bad_input():
+    with pytest.raises(ValueError):
+        Identity(1e-10, WHY).decide(-1.0)
+    with pytest.raises(ValueError):
+        Identity(1e-10, WHY).decide(float("inf"))
+
+
+# ------------------------------------------------------------------------------------------
+# rules from params.yaml
+# ------------------------------------------------------------------------------------------
+
+
+def test_rule_from_params_builds_each_kind():
+    r = rule_from_params({"rule": "within_tolerance", "target": 2, "tol": 0.1, "reason": WHY})
+    assert r == WithinTolerance(2.0, 0.1, WHY)
+    assert isinstance(rule_from_params({"rule": "identity", "tol": 1e-12, "reason": WHY}), Identity)
+    t = rule_from_params({"rule": "threshold", "threshold": 10, "no_effect": 1, "reason": WHY})
+    assert t.direction == "above" and t.no_effect == 1.0
+    f = rule_from_params({"rule": "fraction", "min_fraction": 0.8, "min_units": 3, "reason": WHY})
+    assert f.min_units == 3
+
+
+@pytest.mark.parametrize(
+    ("spec", "match"),
+    [
+        ({"rule": "vibes"}, "unknown rule"),
+        ({"target": 2}, "unknown rule"),
+        ({"rule": "within_tolerance", "target": 2, "reason": WHY}, "missing field.*tol"),
+        ({"rule": "identity", "tol": 1e-9, "reason": WHY, "tolerance": 1}, "unknown field"),
+        ({"rule": "identity", "tol": 1e-9}, "missing field.*reason"),
+        ([1, 2], "mapping"),
+    ],
+)
+def test_rule_from_params_errors(spec, match):
+    with pytest.raises(ValueError, match=match):
+        rule_from_params(spec)
+
+
+def test_every_rule_in_params_yaml_builds():
+    """Each chapter's verdict rules in params.yaml are valid and carry a reason."""
+    from pathlib import Path
+
+    import yaml
+
+    params = yaml.safe_load((Path(__file__).resolve().parents[2] / "params.yaml").read_text())
+    found = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "rule" in node:
+                found.append(rule_from_params(node))
+            else:
+                for v in node.values():
+                    walk(v)
+
+    walk(params)
+    assert found, "no verdict rule in params.yaml"
+    assert all(r.reason for r in found)
+
+
+# ------------------------------------------------------------------------------------------
+# combining evidence
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("rows", "combined"),
+    [
+        ([], "not yet run"),
+        (["not yet run"], "not yet run"),
+        (["reproduced"], "reproduced"),
+        (["reproduced", "reproduced", "not yet run"], "reproduced"),
+        (["reproduced", "not reproduced"], "partly"),
+        (["reproduced", "inconclusive"], "partly"),
+        (["partly", "not reproduced"], "partly"),
+        (["inconclusive", "inconclusive"], "inconclusive"),
+        (["inconclusive", "not reproduced"], "not reproduced"),
+        (["not reproduced", "not reproduced"], "not reproduced"),
+    ],
+)
+def test_combine_statuses(rows, combined):
+    assert combine_statuses(rows) == combined
+
+
+def test_combine_statuses_rejects_unknown():
+    with pytest.raises(ValueError, match="status"):
+        combine_statuses(["reproduced", "maybe"])
+
+
+# ------------------------------------------------------------------------------------------
+# the table
+# ------------------------------------------------------------------------------------------
+
+
+def test_every_claim_has_one_row_even_without_evidence(tmp_path):
+    """The table shows untested claims as not yet run, each claim exactly once, in order."""
+    evidence = [Claim("B3", "partly", "x", "sweep", anchor="verdict-b3")]
+    table = read_claims([write_claims(tmp_path / "s.json", evidence)])
+    assert list(table) == list(CLAIMS)
+    lines = claims_markdown(table).splitlines()[2:]
+    heads = [line.split("|")[1].strip() for line in lines]
+    assert heads == [f"**{cid}**" for cid in CLAIMS]
+    status = {
+        h.strip("*"): line.split("|")[3].strip() for h, line in zip(heads, lines, strict=True)
+    }
+    assert status.pop("B3") == "**partly**"
+    assert set(status.values()) == {f"**{NOT_RUN}**"}
+
+
+def test_roundtrip_and_defaults(tmp_path):
+    row = Claim("A2", "reproduced", "slope 2.0", "chord_arc", anchor="verdict-a2")
+    table = read_claims([write_claims(tmp_path / "s.json", [row])])
+    assert table["A2"] == [row]
+    assert table["A1"] == []
+    assert len(table) == len(CLAIMS)
+
+
+def test_several_evidence_rows_per_claim(tmp_path):
+    a = write_claims(tmp_path / "a.json", [Claim("A1", "reproduced", "x", "variance_collapse")])
+    b = write_claims(tmp_path / "b.json", [Claim("A1", "not reproduced", "y", "probes")])
+    table = read_claims([a, b])
+    assert [c.chapter for c in table["A1"]] == ["probes", "variance_collapse"]
+    md = claims_markdown(table)
+    a1 = [line for line in md.splitlines() if "probes" in line or "variance_collapse" in line]
+    assert len(a1) == 2
+    assert "**partly**" in a1[0]  # combined status on the claim's first row
+
+
+def test_markdown_rows_links_and_escaping(tmp_path):
+    path = write_claims(
+        tmp_path / "s.json", [Claim("B3", "partly", "a | b", "sweeps", anchor="verdict-b3")]
+    )
+    md = claims_markdown(read_claims([path]))
+    rows = [line for line in md.splitlines() if line.startswith("| **")]
+    assert len(rows) == len(CLAIMS)  # one row per claim here: no claim has two chapters
+    assert "{ref}`sweeps <verdict-b3>`" in md
+    assert "a \\| b" in md  # pipes escaped so the table stays a table
+    assert md.count("**not yet run**") == len(CLAIMS) - 1
+
+
+def test_cli_writes_table(tmp_path):
+    path = write_claims(tmp_path / "s.json", [Claim("A1", "not reproduced", "x", "c")])
+    assert main([str(tmp_path / "out.md"), str(path)]) == 0
+    assert "not reproduced" in (tmp_path / "out.md").read_text()
+
+
+def test_bad_claims(tmp_path):
+    with pytest.raises(ValueError, match="unknown claim"):
+        Claim("C9", "reproduced", chapter="c")
+    with pytest.raises(ValueError, match="status"):
+        Claim("A1", "maybe", chapter="c")
+    with pytest.raises(ValueError, match="chapter"):
+        Claim("A1", "reproduced")
+    a = write_claims(tmp_path / "a.json", [Claim("A1", "partly", chapter="c")])
+    b = write_claims(tmp_path / "b.json", [Claim("A1", "reproduced", chapter="c")])
+    with pytest.raises(ValueError, match="written by both"):
+        read_claims([a, b])
+    (tmp_path / "c.json").write_text(json.dumps([{"claim_id": "A1", "status": "??"}]))
+    with pytest.raises(ValueError):
+        read_claims([tmp_path / "c.json"])
+    (tmp_path / "d.json").write_text(json.dumps({"claim_id": "A1"}))
+    with pytest.raises(ValueError, match="JSON list"):
+        read_claims([tmp_path / "d.json"])
+    (tmp_path / "e.json").write_text(json.dumps([{"claim_id": "A1", "colour": "red"}]))
+    with pytest.raises(ValueError, match="bad claim row"):
+        read_claims([tmp_path / "e.json"])
+
+
+def test_decide_if_defined():
+    from geolib.report.claims import decide_if_defined
+
+    rule = rule_from_params(
+        {"rule": "threshold", "threshold": 0.5, "no_effect": 0.0, "reason": "r"}
+    )
+    assert decide_if_defined(rule, 0.8, 0.6, 0.9, "x").status == "reproduced"
+    assert decide_if_defined(rule, 0.3, 0.1, 0.4, "x").status == "partly"
+    v = decide_if_defined(rule, float("nan"), float("nan"), float("nan"), "nothing to explain")
+    assert v.status == "inconclusive" and v.reason == "undefined: nothing to explain"
+    assert decide_if_defined(rule, 0.8, None, 0.9, "x").status == "inconclusive"
+
+
+def test_claim_rows_are_validated_when_written_and_escaped_when_rendered(tmp_path):
+    from geolib.report.claims import Claim, claims_markdown, read_claims, write_claims
+
+    with pytest.raises(ValueError, match="key_number.*must be a string, got float"):
+        Claim("A1", "reproduced", 0.5, "chapter")
+    path = write_claims(tmp_path / "c.json", [Claim("A1", "reproduced", "a | b\nc", "ch")])
+    md = claims_markdown(read_claims([path]))
+    row = next(line for line in md.splitlines() if line.startswith("| **A1**"))
+    assert "a \\| b c" in row and row.count("\n") == 0
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"claim_id": "A1", "status": "reproduced", "key_number": 3, "chapter": "x"}]')
+    with pytest.raises(ValueError, match=rf"{bad}: bad claim row"):
+        read_claims([bad])
+    broken = tmp_path / "broken.json"
+    broken.write_text("[{")
+    with pytest.raises(ValueError, match=rf"{broken}: cannot read the claim rows"):
+        read_claims([broken])
