@@ -25,8 +25,8 @@ import torch
 from bench_train import config_and_tokens
 
 from geolib.config import load_params
-from geolib.models.families import build_model
 from geolib.measure.probes import states_and_gradients
+from geolib.models.families import build_model
 from geolib.models.train import (
     keep_freed_memory,
     lr_at,

@@ -6,8 +6,8 @@
 Peak: the best of several large float32 matmuls (``n×n @ n×n``, ``2n³`` FLOPs) with torch's
 default thread count — the machine's achievable fp32 matmul rate. Each default model (the
 ``train_*`` sections, merged over ``train``) then runs the real training step
-(``geolib.models.train.train_step``: forward, backward, clipping, fused AdamW) on batches drawn as in
-training (real tokens if present, else uniform random ids), timed after warm-up steps. The
+(``geolib.models.train.train_step``: forward, backward, clipping, fused AdamW) on batches drawn as
+in training (real tokens if present, else uniform random ids), timed after warm-up steps. The
 best of ``--repeats`` timed blocks is reported, since other processes only ever slow a block.
 
 FLOPs per token: ``6·N_matmul + 12·n_layers·d_model·seq_len`` with the LM head counted on the

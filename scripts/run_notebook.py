@@ -5,7 +5,8 @@
 Runs ``notebooks/NAME.ipynb`` from the repository root into ``book/chapters/NAME.ipynb``,
 then prepares that copy for the book (``geolib.report.book.present``: code folded, claim abstract).
 The notebook reads its own section of the parameters file. With overrides, the executed copy
-and everything the chapter writes go to an exploration folder (``geolib.report.outputs``), printed at
+and everything the chapter writes go to an exploration folder (``geolib.report.outputs``),
+printed at
 the end: the pipeline's results change only through ``dvc repro``.
 """
 

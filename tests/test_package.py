@@ -1,19 +1,191 @@
-"""The module map in ``geolib/__init__.py`` names every module, and only modules that exist."""
+"""The shape of the house: the module map in ``geolib/__init__.py`` is complete and true, each
+wing imports only the wings the map allows, no experiment imports another, no private name
+crosses a module, and an edit to measurement code retrains nothing (read off ``dvc.yaml``)."""
 
+from __future__ import annotations
+
+import ast
 import re
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+
+import pytest
+import yaml
 
 import geolib
 
 PACKAGE = Path(geolib.__file__).parent
+ROOT = PACKAGE.parent
+DOC = geolib.__doc__
+#: wing → the wings it may import (besides itself), as the module map states them
+ALLOWED = {
+    "config": set(),
+    "data": {"config"},
+    "models": {"config", "data"},
+    "measure": set(),
+    "theory": {"measure"},
+    "experiments": {"config", "data", "models", "measure", "theory"},
+    "report": {"config", "measure"},
+}
+
+
+def _wing_of(path: Path) -> str:
+    rel = path.relative_to(PACKAGE)
+    return rel.parts[0] if len(rel.parts) > 1 else rel.stem
+
+
+def _modules() -> list[Path]:
+    return sorted(
+        p for p in PACKAGE.rglob("*.py") if p.name != "__init__.py" or p.parent != PACKAGE
+    )
+
+
+def _imports(path: Path) -> list[tuple[str, list[str]]]:
+    """``(module, names)`` of every ``geolib`` import in ``path``, at any depth."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found += [(a.name, []) for a in node.names if a.name.split(".")[0] == "geolib"]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module.split(".")[0] == "geolib":
+                found.append((node.module, [a.name for a in node.names]))
+    return found
+
+
+def _targets(module: str, names: list[str]) -> list[str]:
+    """The ``geolib`` modules an import reaches: ``from geolib.models import runs`` reaches
+    ``geolib.models.runs``; ``from geolib.models.runs import x`` reaches ``geolib.models.runs``."""
+    if module == "geolib" or (PACKAGE.parent / Path(*module.split("."))).is_dir():
+        return [f"{module}.{n}" for n in names] or [module]
+    return [module]
 
 
 def test_module_map_is_complete_and_true():
-    listed = re.findall(r"^    ([a-z_]+) {2,}\S", geolib.__doc__, flags=re.MULTILINE)
-    assert len(listed) == len(set(listed)), "a module is listed twice"
-    actual = {p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__"}
+    wings = re.findall(r"^([a-z_]+)/? {2,}\S", DOC, flags=re.MULTILINE)
+    modules = re.findall(r"^    ([a-z_]+) +\S", DOC, flags=re.MULTILINE)
+    listed = set(wings) | set(modules)
+    assert len(modules) == len(set(modules)), "a module is listed twice"
+    actual = {p.stem for p in PACKAGE.rglob("*.py") if p.stem != "__init__"}
     actual |= {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
-    assert set(listed) == actual, (
-        f"not on the map: {sorted(actual - set(listed))}; "
-        f"on the map but missing: {sorted(set(listed) - actual)}"
+    assert listed == actual, (
+        f"not on the map: {sorted(actual - listed)}; on the map but missing: "
+        f"{sorted(listed - actual)}"
     )
+    for wing, allowed in ALLOWED.items():
+        line = re.search(rf"^{wing}/? .*$", DOC, flags=re.MULTILINE).group(0)
+        said = line.split("imports", 1)[-1].split(";")[0]
+        wings_named = r"\b(config|data|models|measure|theory|experiments|report)\b"
+        named = set(re.findall(wings_named, said)) - {wing}
+        if wing in ("config", "measure"):
+            named = set()
+        assert named == allowed, f"the map says {wing} imports {sorted(named)}; the rule {allowed}"
+
+
+def import_violations(paths: list[Path]) -> list[str]:
+    """Every import that breaks the wings' rules, as ``file: message``."""
+    problems = []
+    for path in paths:
+        wing = _wing_of(path)
+        rel = path.relative_to(ROOT)
+        for module, names in _imports(path):
+            for target in _targets(module, names):
+                parts = target.split(".")
+                other = parts[1] if len(parts) > 1 else "geolib"
+                if other == "geolib":
+                    problems.append(f"{rel}: imports the package root ({target})")
+                elif other != wing and other not in ALLOWED[wing]:
+                    problems.append(f"{rel}: {wing} imports {other} ({target})")
+                elif wing == other == "experiments" and target != f"geolib.experiments.{path.stem}":
+                    problems.append(f"{rel}: an experiment imports another ({target})")
+            private = [n for n in names if n.startswith("_") and not n.startswith("__")]
+            if private:
+                problems.append(f"{rel}: imports private {private} from {module}")
+    return problems
+
+
+def test_wings_import_only_what_the_map_allows():
+    assert import_violations(_modules()) == []
+
+
+def test_the_import_rule_catches_each_kind_of_violation(tmp_path, monkeypatch):
+    """Written into a scratch package: each kind of break is named."""
+    fake = tmp_path / "geolib"
+    for wing, source in {
+        "measure": "from geolib.models.train import train\n",
+        "report": "from geolib.experiments import sweep\n",
+        "experiments": "from geolib.experiments.forgetting import x\n",
+        "data": "from geolib.measure.stats import _level\n",
+    }.items():
+        (fake / wing).mkdir(parents=True)
+        (fake / wing / "mod.py").write_text(source)
+    monkeypatch.setattr(__import__(__name__), "PACKAGE", fake)
+    monkeypatch.setattr(__import__(__name__), "ROOT", tmp_path)
+    found = "\n".join(import_violations(sorted(fake.rglob("mod.py"))))
+    assert "measure imports models" in found
+    assert "report imports experiments" in found
+    assert "an experiment imports another (geolib.experiments.forgetting)" in found
+    assert "data imports measure" in found and "private ['_level']" in found
+
+
+# ------------------------------------------------------------------------------------------
+# An edit to measurement code re-measures and re-analyses; it never retrains a model
+# ------------------------------------------------------------------------------------------
+
+STAGES = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+
+
+def _paths(entries) -> list[PurePosixPath]:
+    out = []
+    for e in entries or []:
+        path = e if isinstance(e, str) else next(iter(e))
+        out.append(PurePosixPath(re.sub(r"/?\$\{item\}", "", path)))  # a foreach's whole folder
+    return out
+
+
+def _overlap(a: PurePosixPath, b: PurePosixPath) -> bool:
+    return a == b or a in b.parents or b in a.parents
+
+
+def stages_invalidated_by(path: str) -> set[str]:
+    """Stages ``dvc status`` lists after ``path`` changes: those depending on it, then those
+    depending on what they write, transitively (a ``foreach`` stage as its template)."""
+    body = {n: s["do"] if "foreach" in s else s for n, s in STAGES.items()}
+    changed, stale = [PurePosixPath(path)], set()
+    while changed:
+        p = changed.pop()
+        for name, s in body.items():
+            if name not in stale and any(_overlap(p, d) for d in _paths(s.get("deps"))):
+                stale.add(name)
+                changed += _paths(s.get("outs"))
+    return stale
+
+
+def training_stages() -> set[str]:
+    """Stages that write a run folder (``runs/…``)."""
+    body = {n: s["do"] if "foreach" in s else s for n, s in STAGES.items()}
+    return {n for n, s in body.items() if any(p.parts[0] == "runs" for p in _paths(s.get("outs")))}
+
+
+@pytest.mark.parametrize(
+    "module", ["metrics", "stats", "probes", "evaluate", "geometry", "prediction", "residual"]
+)
+def test_editing_measurement_code_retrains_nothing(module):
+    stale = stages_invalidated_by(f"geolib/measure/{module}.py")
+    assert stale, f"no stage depends on geolib/measure/{module}.py"
+    assert not stale & training_stages(), (
+        f"an edit to {module} retrains {stale & training_stages()}"
+    )
+
+
+def test_the_retraining_check_sees_training_and_measuring_stages():
+    train = {
+        "train_pythia",
+        "train_olmo",
+        "train_bert",
+        "train_olmo_sgd",
+        "sweep_train",
+        "saturation_train",
+    }
+    assert training_stages() == train
+    assert train <= stages_invalidated_by("geolib/models/train.py")
+    stale = stages_invalidated_by("geolib/measure/metrics.py")
+    assert {"sweep_measure", "saturation_measure", "geometry_performance_tables", "book"} <= stale

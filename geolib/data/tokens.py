@@ -1,9 +1,10 @@
 """Token arrays and token-frequency tables: the files between the tokenizer and the models.
 
 ``data/tokens/<domain>/<split>.npy`` holds one split's token ids as a 1-D uint16 array
-(documents separated by the end-of-text id), written by :mod:`geolib.data.tokenizer` and memory-mapped
-by the training and probing code; ``data/corpus/token_freq.csv`` lists every id's count. numpy
-and the standard library only: reading a token array imports no acquisition or corpus code.
+(documents separated by the end-of-text id), written by :mod:`geolib.data.tokenizer` and
+memory-mapped by the training and probing code; ``data/corpus/token_freq.csv`` lists every id's
+count. numpy and the standard library only: reading a token array imports no acquisition or
+corpus code.
 """
 
 from __future__ import annotations

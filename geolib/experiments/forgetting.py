@@ -14,7 +14,7 @@ test split is measured; the windows are the same before and after, so each chang
 * ``gain`` = domain loss before − after (what fine-tuning bought);
 * ``forgetting`` = ID test loss after − before (what it cost on the training distribution).
 
-Then, over models, the predictive comparison of B1/B7 (``geometry_performance.prediction``):
+Then, over models, the predictive comparison of B1/B7 (:mod:`geolib.measure.prediction`):
 forgetting against the effective rank of W and against ID loss, and the partial correlation of
 geometry with forgetting given ID loss.
 
@@ -36,10 +36,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from geolib.data.windows import fixed_windows, sample_windows
+from geolib.measure.evaluate import window_losses
+from geolib.measure.geometry import ID_LOSS
+from geolib.measure.prediction import prediction, r2_gap
+from geolib.measure.stats import paired_change
 from geolib.models.checkpoints import load
-from geolib.measure.stats import Association, bootstrap_association
-from geolib.experiments.sweep_measure import fixed_windows, window_losses
-from geolib.models.train import sample_windows
+from geolib.models.grid import check_points_listed
 
 OUTCOME = "forgetting"
 
@@ -84,16 +87,6 @@ def fine_tune(
         losses.append(float(loss.detach()))
     model.eval()
     return losses
-
-
-def paired_change(
-    before: np.ndarray, after: np.ndarray, *, n_boot: int, level: float, seed: int
-) -> Association:
-    """Mean of ``after − before`` over windows, with a percentile interval from resampling the
-    windows (the same windows before and after: the pairing removes window difficulty)."""
-    return bootstrap_association(
-        lambda b, a: float(np.mean(a - b)), before, after, n_boot=n_boot, level=level, seed=seed
-    )
 
 
 def forget_point(run_dir: str | Path, p: dict[str, Any], seed: int) -> tuple[dict, dict]:
@@ -147,9 +140,6 @@ def forget_point(run_dir: str | Path, p: dict[str, Any], seed: int) -> tuple[dic
 def run_stage(p: dict[str, Any], sweep: dict[str, Any], models_table: str, log=print) -> dict:
     """Fine-tune every sweep point, write the tables, return a summary."""
     import pandas as pd
-
-    from geolib.experiments.geometry_performance import ID_LOSS, prediction, r2_gap
-    from geolib.experiments.sweep import check_points_listed
 
     out = Path(p["out_dir"])
     out.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,8 @@
 """Frequency against geometric freedom in trained models (Paper A, claim A1): the analysis
 stage that writes the tables the ``frequency_collapse`` chapter reads.
 
-    python -m geolib.experiments.frequency_collapse --params params.yaml --section frequency_collapse
+    python -m geolib.experiments.frequency_collapse --params params.yaml \\
+        --section frequency_collapse
 
 For every run (``geolib.measure.frequency`` has the definitions):
 
@@ -31,7 +32,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from geolib.models.checkpoints import load
 from geolib.measure.frequency import (
     TypeStates,
     frequency_bins,
@@ -42,8 +42,9 @@ from geolib.measure.frequency import (
     type_counts,
 )
 from geolib.measure.probes import layer_names, residual_states
-from geolib.models.runs import available_steps, read_run_info
 from geolib.measure.stats import Association
+from geolib.models.checkpoints import load
+from geolib.models.runs import available_steps, read_run_info
 
 #: Within-type variance shares at or below this are float32 rounding of identical states.
 ROUNDING = 1e-9

@@ -2,7 +2,8 @@
 
     python -m geolib.experiments.geometry_performance --params params.yaml
 
-Gathers every point's ``measures.json`` into one table (``models.csv``, one row per model), then
+Gathers every point's ``measures.json`` (stage ``sweep_measure@<point>``) into one table
+(``models.csv``, one row per model), then
 computes what the chapter's verdicts read:
 
 * **factor effects** (``effects.csv``): for a factor and two of its levels, the differences of a
@@ -27,7 +28,7 @@ import argparse
 import itertools
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,25 +36,24 @@ import numpy as np
 import pandas as pd
 
 from geolib.config import load_params
+from geolib.measure.geometry import GEOMETRY, ID_LOSS, flatten_measures
+from geolib.measure.prediction import prediction, r2_gap
 from geolib.measure.stats import (
     bootstrap_association,
     mean_ci,
-    partial_spearman,
-    r_squared,
     spearman,
     t_quantile,
 )
-from geolib.experiments.sweep import FACTORS, check_points_listed, measures_path
-from geolib.experiments.sweep_measure import GEOMETRY, flatten_measures
+from geolib.models.grid import FACTORS, check_points_listed, measures_path
 
-ID_LOSS = "loss_id_test"
 #: W metrics whose agreement B7 reads (IsoScore* is not defined for W: no larger sample).
 W_METRICS = [f"w_{m}" for m in GEOMETRY]
 
 
-def gather(run_root: str | Path, names: Sequence[str]) -> pd.DataFrame:
-    """One row per point from ``<run_root>/<name>/measures.json`` (error naming missing ones)."""
-    paths = [measures_path(run_root, n) for n in names]
+def gather(measures_root: str | Path, names: Sequence[str]) -> pd.DataFrame:
+    """One row per point from ``<measures_root>/<name>/measures.json`` (error naming missing
+    ones)."""
+    paths = [measures_path(measures_root, n) for n in names]
     missing = [n for n, p in zip(names, paths, strict=True) if not p.is_file()]
     if missing:
         raise FileNotFoundError(f"{len(missing)} sweep points not measured yet: {missing}")
@@ -183,67 +183,6 @@ def u_shape(
             }
         )
     return pd.DataFrame(rows, columns=[*others, "levels", "values", "u_shaped"])
-
-
-def prediction(
-    table: pd.DataFrame,
-    outcomes: Sequence[str],
-    predictors: Sequence[str],
-    *,
-    control: str = ID_LOSS,
-    n_boot: int = 2000,
-    level: float = 0.95,
-    seed: int = 0,
-) -> pd.DataFrame:
-    """For each outcome and predictor: Spearman ρ, R², and the partial Spearman given
-    ``control``, each with a bootstrap interval over models. A predictor that is constant over
-    the models gets a row without numbers and ``note = "constant across models"``."""
-    rows = []
-    for outcome, predictor in itertools.product(outcomes, predictors):
-        x, y, z = (table[c].to_numpy(float) for c in (predictor, outcome, control))
-        row: dict[str, Any] = {"outcome": outcome, "predictor": predictor}
-        if np.ptp(x) == 0 or np.ptp(y) == 0:  # constant over models: no correlation to speak of
-            row["note"] = "constant across models"
-            rows.append(row)
-            continue
-        stats_: dict[str, tuple[Callable, tuple]] = {
-            "spearman": (spearman, (x, y)),
-            "r2": (r_squared, (x, y)),
-        }
-        if control not in (predictor, outcome):  # given itself, nothing is left to correlate
-            stats_["partial_spearman"] = (partial_spearman, (x, y, z))
-        for name, (fn, args) in stats_.items():
-            a = bootstrap_association(fn, *args, n_boot=n_boot, level=level, seed=seed)
-            row.update({name: a.value, f"{name}_ci_low": a.ci_low, f"{name}_ci_high": a.ci_high})
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def r2_gap(
-    table: pd.DataFrame,
-    outcome: str,
-    better: str = ID_LOSS,
-    worse: str = "w_erank",
-    *,
-    n_boot: int = 2000,
-    level: float = 0.95,
-    seed: int = 0,
-) -> dict[str, Any]:
-    """R²(outcome ~ ``better``) − R²(outcome ~ ``worse``), bootstrap over models (paired)."""
-
-    def gap(b: np.ndarray, w: np.ndarray, y: np.ndarray) -> float:
-        return r_squared(b, y) - r_squared(w, y)
-
-    cols = (table[c].to_numpy(float) for c in (better, worse, outcome))
-    a = bootstrap_association(gap, *cols, n_boot=n_boot, level=level, seed=seed)
-    return {
-        "outcome": outcome,
-        "better": better,
-        "worse": worse,
-        "r2_gap": a.value,
-        "ci_low": a.ci_low,
-        "ci_high": a.ci_high,
-    }
 
 
 def metric_agreement(
@@ -379,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     params = load_params(args.params)
     spec = params["geometry_performance"]
     names = check_points_listed(params["sweep"])
-    table = gather(params["sweep"]["run_root"], names)
+    table = gather(params["sweep"]["measures_root"], names)
     paths = analyse(
         table,
         {**spec, "seed": params["common"]["seed"]},

@@ -40,9 +40,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from geolib.models.checkpoints import load
+from geolib.data.windows import model_batch, split_windows
 from geolib.measure.metrics import StreamingCovariance
 from geolib.measure.probes import (
+    REFIT,
     GradientEnergy,
     REnergy,
     SecondMoment,
@@ -55,64 +56,12 @@ from geolib.measure.probes import (
     states_and_gradients,
     top_subspaces,
 )
-from geolib.models.runs import available_steps, is_run_dir, read_run_info
-
-REFIT = "refit"
-
+from geolib.measure.stats import bootstrap_weights
+from geolib.models.checkpoints import checkpoints_of, load, step_number, training_mask_prob
 
 # ---------------------------------------------------------------------------------------------
 # Token sets
 # ---------------------------------------------------------------------------------------------
-
-
-def split_windows(
-    tokens: np.ndarray, length: int, n_source: int, n_eval: int, seed: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Two disjoint sets of non-overlapping windows of ``length`` tokens, ``(n, length)`` int64:
-    the token array is cut into consecutive windows, a seeded permutation picks ``n_source`` of
-    them for the source set and the next ``n_eval`` for the evaluation set."""
-    for name, v in (("length", length), ("n_source", n_source), ("n_eval", n_eval)):
-        if isinstance(v, bool) or int(v) != v or v < 1:
-            raise ValueError(f"{name} must be a positive integer, got {v!r}")
-    tokens = np.asarray(tokens)
-    n_windows = len(tokens) // length
-    if n_windows < n_source + n_eval:
-        raise ValueError(
-            f"{len(tokens)} tokens hold {n_windows} windows of {length}; need {n_source} + {n_eval}"
-        )
-    order = np.random.default_rng(seed).permutation(n_windows)
-    starts = order[: n_source + n_eval] * length
-    w = np.asarray(tokens[starts[:, None] + np.arange(length)], dtype=np.int64)
-    return w[:n_source], w[n_source:]
-
-
-def model_batch(
-    windows: np.ndarray,
-    decoder: bool,
-    *,
-    mask_token_id: int | None,
-    vocab_size: int,
-    special_ids: tuple[int, ...],
-    mask_prob: float,
-    seed: int,
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(inputs, targets)`` as in training: decoders predict the next token (windows of
-    ``seq_len + 1`` become inputs and shifted targets); the encoder sees ``seq_len`` tokens with
-    the training masking (seeded), targets ``-100`` except at masked positions."""
-    if decoder:
-        return windows[:, :-1], windows[:, 1:]
-    if mask_token_id is None:
-        raise ValueError("the encoder needs a mask token id (its tokenizer has none)")
-    from geolib.models.train import mask_tokens
-
-    return mask_tokens(
-        windows[:, :-1],
-        np.random.default_rng(seed),
-        mask_token_id=mask_token_id,
-        vocab_size=vocab_size,
-        mask_prob=mask_prob,
-        special_ids=special_ids,
-    )
 
 
 def unigram_entropy(tokens: np.ndarray) -> float:
@@ -135,37 +84,6 @@ def weights_hash(model: torch.nn.Module) -> str:
         h.update(f"{name}:{t.dtype}:{tuple(t.shape)};".encode())
         h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
     return h.hexdigest()
-
-
-def checkpoints_of(source: str, revisions: list[str | int] | None) -> list[str | int]:
-    """Steps of one of our runs (all, ascending) or the given revisions of a hub model."""
-    if is_run_dir(source):
-        steps = available_steps(source)
-        if not steps:
-            raise ValueError(f"run {source} has no checkpoints")
-        return list(steps)
-    if not revisions:
-        raise ValueError(f"{source} is not a run directory: give the hub revisions to measure")
-    return list(revisions)
-
-
-def training_mask_prob(source: str, default: float | None) -> float:
-    """The masking probability the encoder was trained with: ``default`` if given, else the
-    run's own (``run.json``; an unfinished run is an error), else BERT's 0.15 (hub models)."""
-    if default is not None:
-        return float(default)
-    if is_run_dir(source):
-        return float(read_run_info(source)["config"]["mask_prob"])
-    return 0.15
-
-
-def _step_number(step: str | int) -> int:
-    """The training step of a checkpoint label (``512``, ``"step512"``); ``-1`` for a released
-    model without one (``"final"``)."""
-    if isinstance(step, int):
-        return step
-    digits = "".join(c for c in str(step) if c.isdigit())
-    return int(digits) if digits else -1
 
 
 # ---------------------------------------------------------------------------------------------
@@ -225,7 +143,7 @@ def analyse_run(
         t0 = time.perf_counter()
         model, tokenizer = load(source, ckpt) if loader is None else loader(ckpt)
         model.eval()
-        step = _step_number(ckpt)
+        step = step_number(ckpt)
         decoder = is_decoder(model)
         layers = layer_names(model)
         d = int(model.config.hidden_size)
@@ -326,17 +244,6 @@ def analyse_run(
 # ---------------------------------------------------------------------------------------------
 # Pooled key numbers with a joint bootstrap over evaluation sequences
 # ---------------------------------------------------------------------------------------------
-
-
-def bootstrap_weights(n_sequences: int, n_boot: int, seed: int) -> np.ndarray:
-    """``(n_boot, n_sequences)`` multiplicities of a sequence bootstrap, shared by every unit."""
-    rng = np.random.default_rng(seed)
-    return np.stack(
-        [
-            np.bincount(rng.integers(0, n_sequences, n_sequences), minlength=n_sequences)
-            for _ in range(n_boot)
-        ]
-    ).astype(np.float64)
 
 
 def unit_ratios(energies: list[np.ndarray], weights: np.ndarray | None = None) -> np.ndarray:
@@ -529,8 +436,8 @@ def run_stage(p: dict[str, Any], log=print) -> dict[str, Any]:
 
 
 def run_pretrained_stage(p: dict[str, Any], log=print) -> list[dict[str, Any]]:
-    """The probes on the released model of ``geolib.models.pretrained``, once per corpus domain, each
-    with its own windows of that domain's text (encoded with the model's tokenizer). Writes
+    """The probes on the released model of ``geolib.models.pretrained``, once per corpus domain,
+    each with its own windows of that domain's text (encoded with the model's tokenizer). Writes
     ``r_energy.csv`` (a ``domain`` column; ``step`` -1: the released checkpoint) and
     ``losses.csv`` to ``out_dir``; returns the rows."""
     import pandas as pd

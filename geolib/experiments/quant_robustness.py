@@ -11,7 +11,7 @@ GPTQ is calibrated on ``n_calib_seqs`` fixed windows of the training split. The 
 loss of fixed windows of every ``eval_tokens`` split is measured before and after on the same
 windows, so each loss increase has a *paired* bootstrap interval over windows.
 
-Then, over models, the predictive comparison of B1/B7 (``geometry_performance.prediction``):
+Then, over models, the predictive comparison of B1/B7 (:mod:`geolib.measure.prediction`):
 the ID test loss increase of each setting against the effective rank of W and against ID loss,
 and the partial correlation of geometry with it given ID loss.
 
@@ -37,10 +37,14 @@ import numpy as np
 import pandas as pd
 import torch
 
+from geolib.data.windows import fixed_windows
+from geolib.measure.evaluate import window_losses
+from geolib.measure.geometry import ID_LOSS
+from geolib.measure.prediction import prediction, r2_gap
+from geolib.measure.stats import paired_change
 from geolib.models.checkpoints import load
-from geolib.experiments.forgetting import paired_change
+from geolib.models.grid import check_points_listed
 from geolib.models.quantize import QuantSpec, head_layer, quantize
-from geolib.experiments.sweep_measure import fixed_windows, window_losses
 
 #: the split whose loss increase is B8's outcome
 OUTCOME_SPLIT = "id_test"
@@ -160,9 +164,6 @@ def by_setting(long: pd.DataFrame) -> pd.DataFrame:
 
 def run_stage(p: dict[str, Any], sweep: dict[str, Any], models_table: str, log=print) -> dict:
     """Quantize every sweep point under every setting, write the tables, return a summary."""
-    from geolib.experiments.geometry_performance import ID_LOSS, prediction, r2_gap
-    from geolib.experiments.sweep import check_points_listed
-
     out = Path(p["out_dir"])
     out.mkdir(parents=True, exist_ok=True)
     names = check_points_listed(sweep)

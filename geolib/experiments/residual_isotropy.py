@@ -11,7 +11,8 @@ pass through the model (forward only; inputs as in training, so the encoder sees
 2. **reference** windows: each layer's covariance C0, the shrinkage target of IsoScore*.
 3. **evaluation** windows: per-sequence moments of each layer's states H (the bootstrap unit).
 
-Per layer, rank k, IsoScore* zeta and source of T (``geolib.measure.residual``): the change of IsoScore*
+Per layer, rank k, IsoScore* zeta and source of T
+(``geolib.measure.residual``): the change of IsoScore*
 from H's own value when T is removed (``d_t``), when each of ``n_controls`` Haar rank-k
 subspaces of T's complement is removed (median ``d_n`` and its 5–95% band over the controls),
 and when H's own top-k principal subspace is removed (``d_max``, the achievable reference);
@@ -42,18 +43,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from geolib.models.checkpoints import load
-from geolib.experiments.gradient_energy import (
-    REFIT,
-    _step_number,
-    bootstrap_weights,
-    checkpoints_of,
-    model_batch,
-    split_windows,
-    training_mask_prob,
-)
+from geolib.data.windows import model_batch, split_windows
 from geolib.measure.metrics import StreamingCovariance
-from geolib.measure.probes import complement_subspaces, is_decoder, layer_names, residual_states
+from geolib.measure.probes import (
+    REFIT,
+    complement_subspaces,
+    is_decoder,
+    layer_names,
+    residual_states,
+)
 from geolib.measure.probes import top_subspaces as _top_subspaces
 from geolib.measure.residual import (
     SequenceMoments,
@@ -64,6 +62,8 @@ from geolib.measure.residual import (
     top_removal_isoscore_near,
     top_removal_isoscores,
 )
+from geolib.measure.stats import bootstrap_weights
+from geolib.models.checkpoints import checkpoints_of, load, step_number, training_mask_prob
 
 
 def _step_source(step: int) -> str:
@@ -169,7 +169,7 @@ def analyse_run(
         t0 = time.perf_counter()
         model, tokenizer = load(source, ckpt)
         model.eval()
-        step = _step_number(ckpt)
+        step = step_number(ckpt)
         decoder, layers, d = is_decoder(model), layer_names(model), int(model.config.hidden_size)
         if result is None:
             result = RunResult(source, decoder, layers)

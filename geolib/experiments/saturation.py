@@ -1,9 +1,14 @@
 """Saturation: parallel (Pythia-style) against sequential (OLMo-style) blocks trained long
 (Paper B, claim B6).
 
-    python -m geolib.experiments.saturation names                 # the runs of the design
-    python -m geolib.experiments.saturation run <name>            # train (resumable), then measure (a stage)
-    python -m geolib.experiments.saturation tables                # degradation and rank per run (a stage)
+    python -m geolib.models.grid saturation names            # the runs of the design
+    python -m geolib.models.grid saturation train <name>     # stage saturation_train@<name>
+    python -m geolib.experiments.saturation measure <name>   # stage saturation_measure@<name>
+    python -m geolib.experiments.saturation tables           # degradation and rank (a stage)
+
+The design and its training are :mod:`geolib.models.grid`. Training writes the run folder
+``<run_root>/<name>/`` only; measuring reads it and writes ``<measures_root>/<name>/`` only (an
+edit to a metric re-measures without retraining).
 
 The two layouts are GPT-NeoX models that differ only in ``parallel_residual``. Every run trains
 on the ID training split with dense checkpoints (log-spaced early, then evenly spaced); at every
@@ -29,84 +34,30 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from geolib.models.checkpoints import load
-from geolib.config import deep_update, load_params
+from geolib.config import load_params
+from geolib.data.tokens import load_tokens
+from geolib.data.windows import fixed_windows, sample_windows
+from geolib.measure.evaluate import window_losses
 from geolib.measure.metrics import effective_rank
-from geolib.measure.probes import unembedding
-from geolib.models.runs import available_steps
+from geolib.measure.probes import final_states, unembedding
 from geolib.measure.stats import Association, bootstrap_association
-from geolib.experiments.sweep_measure import _states, fixed_windows, window_losses
+from geolib.models import runs
+from geolib.models.checkpoints import load
+from geolib.models.grid import Run, check_names_listed, saturation_run
+from geolib.models.runs import available_steps
 
 CURVE = "curve.json"
 WINDOWS = "window_losses.npz"
 SPECTRA = "spectra.npz"
-
-
-@dataclass(frozen=True)
-class Run:
-    layout: str
-    width: str
-    seed: int
-
-    @property
-    def name(self) -> str:
-        return f"{self.layout}-{self.width}-s{self.seed}"
-
-    @classmethod
-    def from_name(cls, name: str) -> Run:
-        parts = name.rsplit("-", 2)
-        if len(parts) != 3 or not parts[2].startswith("s") or not parts[2][1:].isdigit():
-            raise ValueError(f"not a saturation run name: {name!r} (layout-width-s<seed>)")
-        return cls(parts[0], parts[1], int(parts[2][1:]))
-
-
-def expand(spec: dict[str, Any]) -> list[Run]:
-    """Every layout × width × seed of the design, in that order."""
-    return [
-        Run(layout, width, int(seed))
-        for width in spec["widths"]
-        for seed in spec["seeds"]
-        for layout in spec["layouts"]
-    ]
-
-
-def check_names_listed(spec: dict[str, Any]) -> list[str]:
-    """The design's run names; error if ``spec["names"]`` (the DVC foreach list) differs."""
-    names = [r.name for r in expand(spec)]
-    if list(spec.get("names", [])) != names:
-        raise ValueError(
-            f"saturation.names must equal the design's expansion (python -m geolib.experiments.saturation "
-            f"names): {names}"
-        )
-    return names
-
-
-def run_config(params: dict[str, Any], run: Run):
-    """The TrainConfig of one run: ``train`` < ``saturation.train`` < the run's model."""
-    from geolib.models.train import TrainConfig
-
-    spec = params["saturation"]
-    if run.layout not in spec["layouts"] or run.width not in spec["widths"]:
-        raise KeyError(f"{run.name}: unknown layout or width; design: {check_names_listed(spec)}")
-    p = deep_update(params["train"], spec["train"])
-    p["model"] = {
-        **params["train"]["model"],
-        "family": "pythia",
-        "n_layers": int(spec["n_layers"]),
-        "parallel_residual": bool(spec["layouts"][run.layout]),
-        **spec["widths"][run.width],
-    }
-    p["seed"] = run.seed
-    return TrainConfig.from_params(p)
 
 
 @torch.no_grad()
@@ -118,7 +69,7 @@ def measure_checkpoint(
     losses = {k: window_losses(model, w) for k, w in windows.items()}
     w = unembedding(model).detach().double()
     sigma = torch.linalg.svdvals(w).numpy()
-    h_rank = effective_rank(_states(model, h_windows).numpy())
+    h_rank = effective_rank(final_states(model, h_windows).numpy())
     return losses, sigma, h_rank
 
 
@@ -127,8 +78,6 @@ def seen_windows(cfg, tokens: np.ndarray, steps: int, n: int) -> np.ndarray:
     spaced in training order, ``(n, seq_len + 1)``: the training loop's window sampler replayed
     from its seed (``train`` draws one ``sample_windows`` batch per step from
     ``default_rng(cfg.seed)``; a test checks the replay against a run's logged loss)."""
-    from geolib.models.train import sample_windows
-
     if not cfg.model.is_decoder:
         raise ValueError("seen windows are replayed for decoder runs only")
     if steps < 1 or n < 1 or n > steps * cfg.batch_size:
@@ -146,22 +95,18 @@ def _erank_from_sigma(sigma: np.ndarray) -> float:
     return float(np.exp(-(p * np.log(p)).sum()))
 
 
-def run_point(params_path: str | Path, name: str) -> dict[str, Any]:
-    """Train ``name`` (resuming; nothing if finished), then measure every checkpoint into the
-    run directory (``curve.json``, ``window_losses.npz``, ``spectra.npz``)."""
-    from geolib.data.tokens import load_tokens
-    from geolib.models.train import train
-
+def measure_run(params_path: str | Path, name: str) -> dict[str, Any]:
+    """Measure every checkpoint of the trained run ``name`` into ``<measures_root>/<name>/``
+    (``curve.json``, ``window_losses.npz``, ``spectra.npz``); the run folder is only read."""
     params = load_params(params_path)
     spec = params["saturation"]
-    names = check_names_listed(spec)
-    if name not in names:
-        raise KeyError(f"{name!r} is not a saturation run; runs: {names}")
-    cfg = run_config(params, Run.from_name(name))
-    run_dir = Path(spec["run_root"]) / name
+    cfg, run_dir = saturation_run(params, name)
+    trained = float(runs.read_run_info(run_dir)["wall_time_s"])  # unfinished: an error
+    # the same numerics as the training process had (threads, deterministic kernels)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    if cfg.num_threads:
+        torch.set_num_threads(cfg.num_threads)
     t0 = time.perf_counter()
-    train(cfg, run_dir, progress=False)
-    trained = time.perf_counter() - t0
     m = spec["measure"]
     steps = available_steps(run_dir)
     vocab = int(load(run_dir, steps[-1])[0].config.vocab_size)
@@ -201,15 +146,23 @@ def run_point(params_path: str | Path, name: str) -> dict[str, Any]:
                 **{f"loss_{k}": float(v.mean()) for k, v in losses.items()},
             }
         )
-    np.savez(run_dir / WINDOWS, **{k: np.stack(v) for k, v in per_split.items()})
-    np.savez(run_dir / SPECTRA, sigma=np.stack(spectra), steps=np.array([c["step"] for c in curve]))
+    folder = Path(spec["measures_root"]) / name
+    folder.mkdir(parents=True, exist_ok=True)
+    steps_done = np.array([c["step"] for c in curve])
+    for file, arrays in (
+        (WINDOWS, {k: np.stack(v) for k, v in per_split.items()}),
+        (SPECTRA, {"sigma": np.stack(spectra), "steps": steps_done}),
+    ):
+        tmp = folder / f".{file}.tmp.npz"
+        np.savez(tmp, **arrays)
+        os.replace(tmp, folder / file)
     out = {
         "name": name,
         "train_seconds": trained,
-        "seconds": time.perf_counter() - t0,
+        "measure_seconds": time.perf_counter() - t0,
         "curve": curve,
     }
-    (run_dir / CURVE).write_text(json.dumps(out, indent=1) + "\n")
+    runs.write_text_atomic(folder / CURVE, json.dumps(out, indent=1) + "\n")
     return out
 
 
@@ -272,7 +225,7 @@ def tables(params_path: str | Path) -> dict[str, Any]:
     rows, curves, spectra = [], [], []
     for name in check_names_listed(spec):
         run = Run.from_name(name)
-        folder = Path(spec["run_root"]) / name
+        folder = Path(spec["measures_root"]) / name
         info = json.loads((folder / CURVE).read_text())
         w = np.load(folder / WINDOWS)
         sp = np.load(folder / SPECTRA)
@@ -357,21 +310,16 @@ def tables(params_path: str | Path) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=["names", "run", "tables"])
+    parser.add_argument("command", choices=["measure", "tables"])
     parser.add_argument("name", nargs="?")
     parser.add_argument("--params", default="params.yaml")
     args = parser.parse_args(argv)
-    if args.command == "names":
-        spec = load_params(args.params)["saturation"]
-        print("\n".join(r.name for r in expand(spec)))
-    elif args.command == "run":
+    if args.command == "measure":
         if not args.name:
-            parser.error("run needs a run name")
-        out = run_point(args.params, args.name)
-        print(
-            f"{args.name}: {out['seconds']:.0f} s ({out['train_seconds']:.0f} s training)",
-            file=sys.stderr,
-        )
+            parser.error("measure needs a run name")
+        t0 = time.perf_counter()
+        measure_run(args.params, args.name)
+        print(f"{args.name}: measured in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     else:
         print(json.dumps(tables(args.params), indent=1))
     return 0

@@ -4,8 +4,10 @@
         --slurm-partition gpu --timeout-min 240 --gpus 1 [--points NAME ...]
     python -m geolib.experiments.sweep_submit --executor local --points S-b8-wd0-lr0.001-f0.1-s0
 
-Each job calls :func:`geolib.experiments.sweep.run_point`, the same entry point as the DVC stage
-``sweep_run@<point>``, so a job writes exactly what the stage would (``<run_root>/<point>/``).
+Each job runs the commands of the point's two DVC stages, ``sweep_train@<point>`` then
+``sweep_measure@<point>`` (``python -m geolib.models.grid sweep train <point>``, then
+``python -m geolib.experiments.sweep measure <point>``), so a job
+writes exactly what the stages would (``<run_root>/<point>/`` and ``<measures_root>/<point>/``).
 A preempted or timed-out job is requeued by submitit (:class:`PointJob` is
 ``Checkpointable``) and resumes from its last training checkpoint; a finished point does
 nothing. Afterwards, ``python -m geolib.experiments.geometry_performance`` (or ``dvc commit`` then
@@ -15,6 +17,9 @@ nothing. Afterwards, ``python -m geolib.experiments.geometry_performance`` (or `
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,14 +27,21 @@ from typing import Any
 import submitit
 
 from geolib.config import load_params
-from geolib.experiments.sweep import check_points_listed, run_point
+from geolib.models.grid import check_points_listed, measures_path
 
 
 class PointJob(submitit.helpers.Checkpointable):
-    """One grid point as a submitit job; requeued as-is (training resumes by itself)."""
+    """One grid point as a submitit job: its training stage's command, then its measuring
+    stage's; requeued as-is (training resumes by itself). Returns the point's measures."""
 
     def __call__(self, params_path: str, name: str, jobs: int = 1) -> dict[str, Any]:
-        return run_point(params_path, name, jobs=jobs)
+        for stage in (
+            ["geolib.models.grid", "--params", params_path, "sweep", "train"],
+            ["geolib.experiments.sweep", "--params", params_path, "measure"],
+        ):
+            subprocess.run([sys.executable, "-m", *stage, name, "--jobs", str(jobs)], check=True)
+        root = load_params(params_path)["sweep"]["measures_root"]
+        return json.loads(measures_path(root, name).read_text())
 
 
 def submit(
@@ -67,7 +79,9 @@ def submit(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m geolib.experiments.sweep_submit", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m geolib.experiments.sweep_submit", description=__doc__
+    )
     parser.add_argument("--params", default="params.yaml")
     parser.add_argument("--executor", choices=["local", "slurm"], default="slurm")
     parser.add_argument("--points", nargs="*", help="default: every point of the sweep")

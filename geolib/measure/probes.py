@@ -2,7 +2,8 @@
 subspace measure of Paper A's claim A4 (gradient energy in a tangent subspace against normal
 controls).
 
-Reading a model out (this module) is a separate job from building one (``geolib.models.families``); it
+Reading a model out (this module) is a separate job from building one
+(``geolib.models.families``); it
 works the same for our runs and for hub checkpoints loaded by ``geolib.models.checkpoints.load``.
 
 Conventions
@@ -28,11 +29,14 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
 from transformers import PreTrainedModel
 
-IGNORE_INDEX = -100
+from geolib.measure.evaluate import IGNORE_INDEX, loss_sum
+
+#: the source label of a tangent subspace T fitted at the checkpoint being measured (as opposed
+#: to one fitted at an earlier step and kept)
+REFIT = "refit"
 
 # ---------------------------------------------------------------------------------------------
 # The LM head's view: W and the final H
@@ -122,18 +126,6 @@ def _frozen(model: nn.Module) -> Iterator[None]:
             p.requires_grad_(flag)
 
 
-def _loss_sum(
-    model: PreTrainedModel, inputs: torch.Tensor, targets: torch.Tensor, decoder: bool
-) -> torch.Tensor:
-    logits = model(input_ids=inputs).logits
-    if decoder:
-        return F.cross_entropy(
-            logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="sum"
-        )
-    keep = targets != IGNORE_INDEX
-    return F.cross_entropy(logits[keep], targets[keep], reduction="sum")
-
-
 def residual_states(model: PreTrainedModel, inputs: torch.Tensor) -> list[torch.Tensor]:
     """H_ℓ for every layer (ℓ = 0 … L) from one forward pass without gradients; each
     ``(batch, seq, d)``. Same layers and conventions as :func:`states_and_gradients`."""
@@ -204,7 +196,7 @@ def states_and_gradients(
     handles += [m.register_forward_hook(keep) for m in modules[1:]]
     try:
         with _frozen(model), torch.enable_grad():
-            loss = _loss_sum(model, inputs, targets, is_decoder(model))
+            loss = loss_sum(model, inputs, targets, is_decoder(model))
             grads = torch.autograd.grad(loss, captured)
     finally:
         for h in handles:
@@ -422,3 +414,14 @@ class SecondMoment:
         self.matrix += r.T @ r
         self.count += r.shape[0]
         return self
+
+
+@torch.no_grad()
+def final_states(model, windows: np.ndarray, batch: int = 32) -> torch.Tensor:
+    """Last-layer states of ``windows`` as rows, float64 ``(n·L, d)``."""
+    parts = [
+        final_hidden(model, torch.from_numpy(windows[i : i + batch]))
+        for i in range(0, len(windows), batch)
+    ]
+    h = torch.cat(parts)
+    return h.reshape(-1, h.shape[-1]).double()

@@ -7,8 +7,8 @@ variance the projection leaves along U is not a dimension of the residual).
 
 IsoScore depends on a covariance only through its trace and Frobenius norm (the participation
 ratio ``k_PR = tr(S)^2 / ||S||_F^2``, ``IsoScore = (k_PR - 1) / (n - 1)``; see
-``geolib.measure.metrics``). For the complement's covariance ``Q^T S Q`` (``Q Q^T = I - U U^T``) both
-follow from S and U without building Q:
+``geolib.measure.metrics``). For the complement's covariance ``Q^T S Q`` (``Q Q^T = I - U U^T``)
+both follow from S and U without building Q:
 
     tr(Q^T S Q)      = tr(S) - tr(U^T S U)
     ||Q^T S Q||_F^2  = ||S||_F^2 - 2 ||S U||_F^2 + ||U^T S U||_F^2

@@ -341,3 +341,24 @@ def bootstrap_association(
         raise ValueError(f"statistic undefined in {n_boot - ok.size} of {n_boot} resamples")
     lo, hi = np.quantile(ok, [(1 - level) / 2, (1 + level) / 2])
     return Association(value, float(lo), float(hi), level, n, int(ok.size))
+
+
+def bootstrap_weights(n_sequences: int, n_boot: int, seed: int) -> np.ndarray:
+    """``(n_boot, n_sequences)`` multiplicities of a sequence bootstrap, shared by every unit."""
+    rng = np.random.default_rng(seed)
+    return np.stack(
+        [
+            np.bincount(rng.integers(0, n_sequences, n_sequences), minlength=n_sequences)
+            for _ in range(n_boot)
+        ]
+    ).astype(np.float64)
+
+
+def paired_change(
+    before: np.ndarray, after: np.ndarray, *, n_boot: int, level: float, seed: int
+) -> Association:
+    """Mean of ``after − before`` over windows, with a percentile interval from resampling the
+    windows (the same windows before and after: the pairing removes window difficulty)."""
+    return bootstrap_association(
+        lambda b, a: float(np.mean(a - b)), before, after, n_boot=n_boot, level=level, seed=seed
+    )

@@ -38,6 +38,7 @@ from geolib.models.runs import (
     IntegrityError,
     available_steps,
     is_run_dir,
+    read_run_info,
     step_dir,
     verify_manifest,
 )
@@ -388,3 +389,34 @@ def _load_folder(folder: Path, *, tokenizer: bool = True, **kwargs):
     ):
         tok = _tokenizer(folder)
     return _finish(model, device, eval_mode), tok
+
+
+def checkpoints_of(source: str, revisions: list[str | int] | None) -> list[str | int]:
+    """Steps of one of our runs (all, ascending) or the given revisions of a hub model."""
+    if is_run_dir(source):
+        steps = available_steps(source)
+        if not steps:
+            raise ValueError(f"run {source} has no checkpoints")
+        return list(steps)
+    if not revisions:
+        raise ValueError(f"{source} is not a run directory: give the hub revisions to measure")
+    return list(revisions)
+
+
+def training_mask_prob(source: str, default: float | None) -> float:
+    """The masking probability the encoder was trained with: ``default`` if given, else the
+    run's own (``run.json``; an unfinished run is an error), else BERT's 0.15 (hub models)."""
+    if default is not None:
+        return float(default)
+    if is_run_dir(source):
+        return float(read_run_info(source)["config"]["mask_prob"])
+    return 0.15
+
+
+def step_number(step: str | int) -> int:
+    """The training step of a checkpoint label (``512``, ``"step512"``); ``-1`` for a released
+    model without one (``"final"``)."""
+    if isinstance(step, int):
+        return step
+    digits = "".join(c for c in str(step) if c.isdigit())
+    return int(digits) if digits else -1

@@ -17,7 +17,8 @@ written (:func:`verify_manifest`: flipped bytes or an edited header fail it). On
 checkpoint when the latest state is damaged. Text files are replaced atomically (written
 beside, then renamed), and a ``metrics.csv`` row a kill could leave incomplete is dropped on
 reading (:func:`metric_rows`). :mod:`geolib.models.train` writes runs,
-:mod:`geolib.models.checkpoints` loads them, notebooks read ``metrics.csv``/``run.json`` through here.
+:mod:`geolib.models.checkpoints` loads them,
+notebooks read ``metrics.csv``/``run.json`` through here.
 """
 
 from __future__ import annotations
@@ -129,7 +130,8 @@ def read_manifest(folder: str | Path) -> dict[str, str]:
     if not path.is_file():
         raise IntegrityError(
             f"{path} is missing: the checkpoint cannot prove its content (written before "
-            f"manifests existed? `python -m geolib.models.runs manifest {Path(folder).parent}` records "
+            f"manifests existed? `python -m geolib.models.runs manifest {Path(folder).parent}` "
+            "records "
             "the files as they are now)"
         )
     try:
@@ -278,8 +280,8 @@ def read_run_info(run_dir: str | Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m geolib.models.runs manifest RUN_DIR``: record manifests for the checkpoints of a run
-    written before manifests existed (the files are accepted as they are now)."""
+    """``python -m geolib.models.runs manifest RUN_DIR``: record manifests for the checkpoints of a
+    run written before manifests existed (the files are accepted as they are now)."""
     import argparse
 
     parser = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])

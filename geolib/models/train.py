@@ -12,7 +12,8 @@ and LM head included, not on biases or norms), linear warmup then a cosine, line
 schedule, gradient clipping.
 
 The run directory's layout (``step-<N>/`` checkpoints, ``metrics.csv``, ``run.json``) belongs
-to :mod:`geolib.models.runs`. Only the latest checkpoint keeps ``train_state.pt`` (saves disk). Killed
+to :mod:`geolib.models.runs`.
+Only the latest checkpoint keeps ``train_state.pt`` (saves disk). Killed
 and restarted with the same configuration, :func:`train` resumes from it and ends with bitwise
 the same weights as an uninterrupted run on the same machine and thread count (CPU,
 deterministic algorithms).
@@ -37,13 +38,19 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from geolib.models import runs
 from geolib.config import checked_number
-from geolib.models.families import ModelConfig, build_model, count_params, matmul_params, quiet_progress
 from geolib.data.tokens import load_tokens
+from geolib.data.windows import IGNORE_INDEX, mask_tokens, sample_windows
+from geolib.models import runs
+from geolib.models.families import (
+    ModelConfig,
+    build_model,
+    count_params,
+    matmul_params,
+    quiet_progress,
+)
 
 SCHEDULES = ("cosine", "linear", "constant")
-IGNORE_INDEX = -100
 OPTIMIZERS = ("adamw", "sgd")
 
 
@@ -203,38 +210,6 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
 # ----------------------------------------------------------------------------- data
 
 
-def sample_windows(tokens: np.ndarray, rng: np.random.Generator, n: int, length: int) -> np.ndarray:
-    """``n`` random contiguous windows of ``length`` tokens, as an int64 array ``(n, length)``."""
-    if len(tokens) < length + 1:
-        raise ValueError(f"token array of {len(tokens)} tokens is shorter than a window ({length})")
-    starts = rng.integers(0, len(tokens) - length + 1, size=n)
-    return np.asarray(tokens[starts[:, None] + np.arange(length)], dtype=np.int64)
-
-
-def mask_tokens(
-    ids: np.ndarray,
-    rng: np.random.Generator,
-    *,
-    mask_token_id: int,
-    vocab_size: int,
-    mask_prob: float = 0.15,
-    special_ids: tuple[int, ...] = (),
-) -> tuple[np.ndarray, np.ndarray]:
-    """BERT masking: each non-special position is selected with probability ``mask_prob``; a
-    selected one becomes ``[MASK]`` (80%), a uniformly random token (10%) or stays (10%).
-    Returns ``(inputs, labels)``, labels ``-100`` at unselected positions."""
-    selectable = ~np.isin(ids, np.asarray(special_ids, dtype=ids.dtype))
-    selected = (rng.random(ids.shape) < mask_prob) & selectable
-    action = rng.random(ids.shape)
-    random_tokens = rng.integers(0, vocab_size, size=ids.shape)
-    inputs = ids.copy()
-    inputs[selected & (action < 0.8)] = mask_token_id
-    swap = selected & (action >= 0.8) & (action < 0.9)
-    inputs[swap] = random_tokens[swap]
-    labels = np.where(selected, ids, IGNORE_INDEX)
-    return inputs, labels
-
-
 @dataclass
 class Vocab:
     """Vocabulary size and special-token ids (``special`` are never masked by the MLM)."""
@@ -298,8 +273,10 @@ def make_batch(
 def lm_loss_sum(
     model, inputs: torch.Tensor, targets: torch.Tensor, is_decoder: bool
 ) -> torch.Tensor:
-    """Summed cross-entropy over target positions (``-100`` ignored). For the encoder the MLM
-    head runs on masked positions only (sparse prediction: same loss, ~6× less head compute)."""
+    """The training objective: summed cross-entropy over target positions (``-100`` ignored).
+    For the encoder the MLM head runs on masked positions only (sparse prediction: same loss,
+    ~6× less head compute). Measurements use :mod:`geolib.measure.evaluate`, never this, so that
+    editing a measurement retrains nothing."""
     if is_decoder:
         logits = model(input_ids=inputs).logits
         return F.cross_entropy(

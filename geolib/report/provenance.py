@@ -4,11 +4,11 @@ A chapter run first writes its *stage record* into its figures folder (``stage_o
 params_path=…)`` does it): the stage, the parameters it used (every ``params.yaml`` section its
 DVC stage lists, after overrides), the git commit and whether the tree was dirty, the content
 hashes of its inputs (the stage's ``deps`` in ``dvc.yaml``), library versions, the date and the
-command that reproduces it. :func:`geolib.report.plotting.show` then writes ``<figure>.provenance.json``
-(the stage record plus the hashes of the PNG and SVG) and refuses to save a figure without a
-stage record, so no figure exists without its provenance. :func:`check` finds figures with no
-record, records whose files changed, and records whose parameters are no longer what
-``params.yaml`` gives (a stale figure):
+command that reproduces it. :func:`geolib.report.plotting.show` then writes
+``<figure>.provenance.json`` (the stage record plus the hashes of the PNG and SVG) and refuses to
+save a figure without a stage record, so no figure exists without its provenance. :func:`check`
+finds figures with no record, records whose files changed, and records whose parameters are no
+longer what ``params.yaml`` gives (a stale figure):
 
     python -m geolib.report.provenance check figures --params params.yaml
 """

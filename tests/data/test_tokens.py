@@ -89,5 +89,12 @@ def test_importing_tokens_imports_no_acquisition_or_corpus_code():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded = set(proc.stdout.split())
     assert "geolib.data.tokens" in loaded
-    unwanted = {"geolib.data.acquire", "geolib.data.corpus", "geolib.data.rdata", "geolib.data.text"}
-    assert not loaded & unwanted, f"importing geolib.data.tokens imported {sorted(loaded & unwanted)}"
+    unwanted = {
+        "geolib.data.acquire",
+        "geolib.data.corpus",
+        "geolib.data.rdata",
+        "geolib.data.text",
+    }
+    assert not loaded & unwanted, (
+        f"importing geolib.data.tokens imported {sorted(loaded & unwanted)}"
+    )

@@ -1,5 +1,5 @@
-"""geolib.experiments.forgetting: the domain split, paired changes, and fine-tuning that never touches the
-source run."""
+"""geolib.experiments.forgetting: the domain split, paired changes, and fine-tuning that never
+touches the source run."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""geolib.experiments.frequency_collapse: held-out windows, the rule units, and the stage on a tiny run
-trained with AdamW and with SGD."""
+"""geolib.experiments.frequency_collapse: held-out windows, the rule units, and the stage on a tiny
+run trained with AdamW and with SGD."""
 
 from __future__ import annotations
 

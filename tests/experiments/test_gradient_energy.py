@@ -1,5 +1,5 @@
-"""geolib.experiments.gradient_energy: token sets, pooled statistics with the joint bootstrap, and the whole
-stage on two tiny trained runs (a decoder and the encoder)."""
+"""geolib.experiments.gradient_energy: token sets, pooled statistics with the joint bootstrap, and
+the whole stage on two tiny trained runs (a decoder and the encoder)."""
 
 from __future__ import annotations
 

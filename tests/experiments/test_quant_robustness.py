@@ -1,5 +1,5 @@
-"""geolib.experiments.quant_robustness: one model under every setting (paired increases, the source run
-untouched, deterministic), and the whole stage on tiny runs standing in for a sweep."""
+"""geolib.experiments.quant_robustness: one model under every setting (paired increases, the source
+run untouched, deterministic), and the whole stage on tiny runs standing in for a sweep."""
 
 from __future__ import annotations
 
@@ -86,9 +86,7 @@ def test_quantize_point_is_paired_and_leaves_the_run_alone(tiny_sweep):
 
 
 def test_stage_joins_the_per_model_table(tiny_sweep, tmp_path, monkeypatch):
-    import geolib.experiments.sweep
-
-    monkeypatch.setattr(geolib.experiments.sweep, "check_points_listed", lambda spec: list(NAMES))
+    monkeypatch.setattr(qr, "check_points_listed", lambda spec: list(NAMES))
     table = tmp_path / "models.csv"
     rng = np.random.default_rng(3)
     pd.DataFrame(

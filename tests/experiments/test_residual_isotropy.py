@@ -1,5 +1,5 @@
-"""geolib.experiments.residual_isotropy: the Gaussian control and the whole stage on two tiny trained runs
-(a decoder and the encoder)."""
+"""geolib.experiments.residual_isotropy: the Gaussian control and the whole stage on two tiny
+trained runs (a decoder and the encoder)."""
 
 from __future__ import annotations
 

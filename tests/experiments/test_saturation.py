@@ -1,5 +1,5 @@
-"""geolib.experiments.saturation: the design, the run configuration and checkpoint schedule, and the
-degradation and rank measures on synthetic curves."""
+"""geolib.experiments.saturation: the degradation and rank measures on synthetic curves, the
+replayed training windows, and train → measure → tables on a tiny design."""
 
 from __future__ import annotations
 
@@ -7,52 +7,7 @@ import numpy as np
 import pytest
 
 from geolib.experiments import saturation as sat
-from geolib.config import load_params
-from geolib.models.train import checkpoint_steps
-
-SPEC = {
-    "layouts": {"parallel": True, "sequential": False},
-    "widths": {"d8": {"d_model": 8, "n_heads": 2, "d_ff": 16}},
-    "seeds": [0, 1],
-}
-
-
-def test_names_round_trip_and_listed():
-    runs = sat.expand(SPEC)
-    assert [r.name for r in runs] == [
-        "parallel-d8-s0",
-        "sequential-d8-s0",
-        "parallel-d8-s1",
-        "sequential-d8-s1",
-    ]
-    assert all(sat.Run.from_name(r.name) == r for r in runs)
-    assert sat.check_names_listed({**SPEC, "names": [r.name for r in runs]})
-    with pytest.raises(ValueError, match="must equal"):
-        sat.check_names_listed({**SPEC, "names": ["parallel-d8-s0"]})
-    with pytest.raises(ValueError, match="not a saturation run"):
-        sat.Run.from_name("parallel-d8")
-
-
-def test_params_design_and_configs():
-    params = load_params("params.yaml")
-    spec = params["saturation"]
-    names = sat.check_names_listed(spec)
-    cfgs = {n: sat.run_config(params, sat.Run.from_name(n)) for n in names}
-    for name, cfg in cfgs.items():
-        layout = sat.Run.from_name(name).layout
-        assert cfg.model.family == "pythia"
-        assert cfg.model.parallel_residual is spec["layouts"][layout]
-    # the two layouts of one width and seed differ in the block layout only
-    a, b = cfgs["parallel-d32-s0"].to_dict(), cfgs["sequential-d32-s0"].to_dict()
-    diff = {k for k in a["model"] if a["model"][k] != b["model"][k]}
-    assert diff == {"parallel_residual"} and {k for k in a if a[k] != b[k]} == {"model"}
-    steps = checkpoint_steps(
-        spec["train"]["total_steps"], spec["train"]["checkpoint_every"], spec["train"]["log_max"]
-    )
-    late = [s for s in steps if s >= spec["second_half_from"] * steps[-1]]
-    assert steps[:3] == [0, 1, 2] and len(late) >= 5  # log-spaced early, dense late
-    with pytest.raises(KeyError, match="unknown layout"):
-        sat.run_config(params, sat.Run("other", "d32", 0))
+from tests.models.test_train import V, token_files  # noqa: F401  (the synthetic corpus fixture)
 
 
 def _curves(rise: float, n_ckpt=9, n_win=60, seed=0):
@@ -161,3 +116,71 @@ def test_seen_windows_replay_the_training_sampler(tmp_path):
     assert later.shape == (8, cfg.seq_len + 1)
     with pytest.raises(ValueError, match="cannot take"):
         sat.seen_windows(cfg, tokens, steps=1, n=cfg.batch_size + 1)
+
+
+def test_train_then_measure_then_tables_on_a_tiny_design(tmp_path, token_files):  # noqa: F811
+    """The two stages of a run write their own folders (measuring leaves the run untouched and
+    refuses an unfinished run); the tables read the measures folders."""
+    import json
+
+    import yaml
+
+    from geolib.models import grid
+    from tests.tiny import tree_hashes
+
+    train_tokens, val = map(str, token_files)
+    ood = tmp_path / "ood_x" / "test.npy"
+    ood.parent.mkdir()
+    np.save(ood, np.load(val)[::-1].copy())
+    spec = {
+        "run_root": str(tmp_path / "runs"),
+        "measures_root": str(tmp_path / "measures"),
+        "layouts": {"parallel": True, "sequential": False},
+        "widths": {"d8": {"d_model": 8, "n_heads": 2, "d_ff": 16}},
+        "n_layers": 1,
+        "seeds": [0],
+        "train": {
+            "batch_size": 4,
+            "seq_len": 16,
+            "total_steps": 12,
+            "warmup_steps": 2,
+            "checkpoint_every": 4,
+            "log_max": 2,
+            "eval_interval": 6,
+            "eval_batches": 1,
+        },
+        "measure": {"n_select_seqs": 4, "n_eval_seqs": 6, "n_h_seqs": 3, "ood": [str(ood)]},
+        "second_half_from": 0.5,
+        "n_boot": 50,
+        "ci_level": 0.9,
+        "out_dir": str(tmp_path / "tables"),
+    }
+    spec["names"] = [r.name for r in grid.saturation_runs(spec)]
+    params = {
+        "common": {"seed": 0, "device": "cpu"},
+        "train": {
+            "train_tokens": train_tokens,
+            "val_tokens": val,
+            "tokenizer": None,
+            "vocab_size": V,
+            "model": {"family": "pythia"},
+        },
+        "saturation": spec,
+    }
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(params))
+    name = spec["names"][0]
+    with pytest.raises(FileNotFoundError, match="has not finished"):
+        sat.measure_run(path, name)
+    for n in spec["names"]:
+        grid.train_saturation_run(path, n)
+    run = tmp_path / "runs" / name
+    before = tree_hashes(run)
+    for n in spec["names"]:
+        sat.measure_run(path, n)
+    assert tree_hashes(run) == before, "measuring wrote into the run folder"
+    curve = json.loads((tmp_path / "measures" / name / sat.CURVE).read_text())["curve"]
+    assert [c["step"] for c in curve][-1] == 12 and all(np.isfinite(c["erank_w"]) for c in curve)
+    summary = sat.tables(path)
+    assert summary["n_units"] == 1
+    assert (tmp_path / "tables" / "runs.csv").is_file()

@@ -1,13 +1,16 @@
 """A miniature sweep end to end: DVC-stage entry point, resume, and submitit's local executor."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 
-from geolib.experiments.sweep import check_points_listed, expand, run_point
+from geolib.experiments.sweep import measure_point
+from geolib.models.grid import check_points_listed, expand, train_point
 from tests.models.test_train import V, token_files  # noqa: F401  (the synthetic corpus fixture)
+from tests.tiny import tree_hashes
 
 
 @pytest.fixture
@@ -15,6 +18,7 @@ def tiny_params(tmp_path, token_files):  # noqa: F811
     train, val = map(str, token_files)
     sweep = {
         "run_root": str(tmp_path / "runs"),
+        "measures_root": str(tmp_path / "measures"),
         "base": {
             "seq_len": 16,
             "warmup_fraction": 0.1,
@@ -62,25 +66,33 @@ def tiny_params(tmp_path, token_files):  # noqa: F811
     return path, sweep
 
 
-def test_run_point_trains_measures_and_does_not_repeat(tiny_params):
+def test_train_then_measure_a_point_each_writing_its_own_folder(tiny_params):
     path, sweep = tiny_params
     name = check_points_listed(sweep)[0]
-    m = run_point(path, name)
+    with pytest.raises(FileNotFoundError):
+        measure_point(path, name)  # nothing trained yet: an error, not an empty measure
+    train_point(path, name)
     run = f"{sweep['run_root']}/{name}"
-    saved = json.loads(open(f"{run}/measures.json").read())
+    trained = tree_hashes(Path(run))
+    m = measure_point(path, name)
+    assert tree_hashes(Path(run)) == trained, "measuring wrote into the run folder"
+    out = f"{sweep['measures_root']}/{name}"
+    saved = json.loads(open(f"{out}/measures.json").read())
     assert saved["name"] == name and saved["steps"] == 4096 // (8 * 16)
     assert set(saved["loss"]) == {"id_validation", "id_test"}
     assert saved["loss"]["id_test"]["ci_low"] <= saved["loss"]["id_test"]["mean"]
-    assert np.load(f"{run}/sequence_losses.npz")["id_test"].shape == (8,)
+    assert np.load(f"{out}/sequence_losses.npz")["id_test"].shape == (8,)
     assert np.isfinite(m["w"]["erank"]) and np.isfinite(m["h"]["isoscore_star"])
     weights = f"{run}/step-{saved['steps']}/model.safetensors"
     before = open(weights, "rb").read()
-    run_point(path, name)  # finished: trains nothing, measures again identically
+    train_point(path, name)  # finished: trains nothing
     assert open(weights, "rb").read() == before
-    again = json.loads(open(f"{run}/measures.json").read())
+    measure_point(path, name)  # measures again identically, in a process of its own or not
+    again = json.loads(open(f"{out}/measures.json").read())
     assert again["w"] == saved["w"] and again["loss"] == saved["loss"]
-    with pytest.raises(KeyError, match="not a point"):
-        run_point(path, "S-b4-wd0-lr0.003-f0.1-s0")
+    for stage in (train_point, measure_point):
+        with pytest.raises(KeyError, match="not a point"):
+            stage(path, "S-b4-wd0-lr0.003-f0.1-s0")
 
 
 @pytest.mark.slow
@@ -92,4 +104,4 @@ def test_local_executor_runs_the_points_like_the_stage(tiny_params, tmp_path):
     results = [j.result() for j in jobs]
     assert sorted(r["name"] for r in results) == sorted(sweep["points"])
     for name in sweep["points"]:
-        assert (tmp_path / "runs" / name / "measures.json").is_file()
+        assert (tmp_path / "measures" / name / "measures.json").is_file()

@@ -8,7 +8,6 @@ import pytest
 import torch
 from scipy import stats
 
-from geolib.models.families import FAMILIES, ModelConfig, build_model
 from geolib.measure.probes import (
     GradientEnergy,
     SecondMoment,
@@ -23,6 +22,7 @@ from geolib.measure.probes import (
     top_subspace,
     unembedding,
 )
+from geolib.models.families import FAMILIES, ModelConfig, build_model
 
 V = 96
 

@@ -53,7 +53,8 @@ def test_isoscore_expectation_limits():
 
 
 def test_isoscore_expectation_matches_direct_simulation():
-    """Independent of geolib.measure.metrics: the literal IsoScore steps on the sample covariance."""
+    """Independent of geolib.measure.metrics: the literal IsoScore steps on the sample
+    covariance."""
     rng = np.random.default_rng(4)
     n, d = 200, 40
     scores = []

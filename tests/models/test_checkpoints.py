@@ -12,6 +12,7 @@ import torch
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
+from geolib.measure.probes import unembedding
 from geolib.models.checkpoints import (
     CheckpointError,
     CorruptCheckpointError,
@@ -23,7 +24,6 @@ from geolib.models.checkpoints import (
     load,
 )
 from geolib.models.families import ModelConfig, build_model, quiet_progress
-from geolib.measure.probes import unembedding
 from geolib.models.train import TrainConfig, checkpoint_steps, train
 
 V = 48

@@ -1,10 +1,12 @@
-"""Tests of geolib.models.families: the three families, their block structure, W and H conventions."""
+"""Tests of geolib.models.families: the three families, their block structure, W and H
+conventions."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
+from geolib.measure.probes import is_decoder, unembedding
 from geolib.models.families import (
     FAMILIES,
     ModelConfig,
@@ -14,7 +16,6 @@ from geolib.models.families import (
     matmul_params,
     train_flops_per_token,
 )
-from geolib.measure.probes import is_decoder, unembedding
 
 V = 96
 

@@ -1,5 +1,5 @@
-"""geolib.models.quantize: both methods put every weight on the same symmetric grid (read back from the
-quantized model), GPTQ never reconstructs a layer worse than round-to-nearest on its
+"""geolib.models.quantize: both methods put every weight on the same symmetric grid (read back from
+the quantized model), GPTQ never reconstructs a layer worse than round-to-nearest on its
 calibration inputs, 8 bits leave the loss as it was, and bad settings are refused."""
 
 from __future__ import annotations

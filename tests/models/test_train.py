@@ -1,4 +1,5 @@
-"""Tests of geolib.models.train: schedules, data, masking, learning, checkpoints and exact resume."""
+"""Tests of geolib.models.train: schedules, data, masking, learning, checkpoints and exact
+resume."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""geolib.report.book: executed chapters lose their parameter cells, fold their code, and open with an
-abstract read from their claims file."""
+"""geolib.report.book: executed chapters lose their parameter cells, fold their code, and open with
+an abstract read from their claims file."""
 
 from __future__ import annotations
 

@@ -1,19 +1,11 @@
-"""Per-model measurements of the sweep: unused rows, fixed windows, window losses, rows."""
+"""Paper B's per-model geometry: unused rows, the metrics of a known cloud, the table row."""
 
 import numpy as np
 import pytest
 import torch
 
 from geolib.measure import metrics as M
-from geolib.models.families import ModelConfig, build_model
-from geolib.experiments.sweep_measure import (
-    GEOMETRY,
-    fixed_windows,
-    flatten_measures,
-    geometry,
-    unused_rows,
-    window_losses,
-)
+from geolib.measure.geometry import GEOMETRY, flatten_measures, geometry, unused_rows
 
 
 def test_unused_rows_are_the_absent_tokens():
@@ -21,30 +13,6 @@ def test_unused_rows_are_the_absent_tokens():
     assert mask.tolist() == [False, True, False, True, True, False, True]
     with pytest.raises(ValueError, match="exceed the vocabulary"):
         unused_rows(np.array([9]), 7)
-
-
-def test_fixed_windows_are_deterministic_and_span_the_split():
-    tokens = np.arange(1000, dtype=np.uint16)
-    w = fixed_windows(tokens, 5, 10)
-    assert w.shape == (5, 10) and w.dtype == np.int64
-    assert w[0, 0] == 0 and w[-1, -1] == 999
-    assert np.all(np.diff(w, axis=1) == 1)
-    assert np.array_equal(w, fixed_windows(tokens, 5, 10))
-    with pytest.raises(ValueError, match="fewer than one window"):
-        fixed_windows(tokens[:5], 2, 10)
-
-
-def test_window_losses_match_a_direct_cross_entropy():
-    cfg = ModelConfig(family="olmo", d_model=16, n_layers=1, n_heads=2, d_ff=32, context=12)
-    model = build_model(cfg, 50, seed=0)
-    windows = np.random.default_rng(0).integers(0, 50, size=(5, 9))
-    got = window_losses(model, windows, batch=2)
-    with torch.no_grad():
-        logits = model(input_ids=torch.from_numpy(windows[:, :-1])).logits
-        logp = torch.log_softmax(logits.double(), -1)
-        target = torch.from_numpy(windows[:, 1:])
-        expected = -logp.gather(-1, target[..., None])[..., 0].mean(1).numpy()
-    assert got.shape == (5,) and np.allclose(got, expected, atol=1e-5)
 
 
 def test_geometry_of_a_known_cloud():

@@ -1,0 +1,80 @@
+"""Does a quantity predict an outcome across models? Spearman ρ, R², partial Spearman given ID
+loss, and the R² gap between two predictors, each with a bootstrap interval over models (the
+trained model is the unit). Used by every Paper B comparison (B1, B2, B7, B8).
+
+``table``: one row per model; columns are named quantities (see
+:func:`geolib.measure.geometry.flatten_measures`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from geolib.measure.geometry import ID_LOSS
+from geolib.measure.stats import bootstrap_association, partial_spearman, r_squared, spearman
+
+
+def prediction(
+    table: pd.DataFrame,
+    outcomes: Sequence[str],
+    predictors: Sequence[str],
+    *,
+    control: str = ID_LOSS,
+    n_boot: int = 2000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """For each outcome and predictor: Spearman ρ, R², and the partial Spearman given
+    ``control``, each with a bootstrap interval over models. A predictor that is constant over
+    the models gets a row without numbers and ``note = "constant across models"``."""
+    rows = []
+    for outcome, predictor in itertools.product(outcomes, predictors):
+        x, y, z = (table[c].to_numpy(float) for c in (predictor, outcome, control))
+        row: dict[str, Any] = {"outcome": outcome, "predictor": predictor}
+        if np.ptp(x) == 0 or np.ptp(y) == 0:  # constant over models: no correlation to speak of
+            row["note"] = "constant across models"
+            rows.append(row)
+            continue
+        stats_: dict[str, tuple[Callable, tuple]] = {
+            "spearman": (spearman, (x, y)),
+            "r2": (r_squared, (x, y)),
+        }
+        if control not in (predictor, outcome):  # given itself, nothing is left to correlate
+            stats_["partial_spearman"] = (partial_spearman, (x, y, z))
+        for name, (fn, args) in stats_.items():
+            a = bootstrap_association(fn, *args, n_boot=n_boot, level=level, seed=seed)
+            row.update({name: a.value, f"{name}_ci_low": a.ci_low, f"{name}_ci_high": a.ci_high})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def r2_gap(
+    table: pd.DataFrame,
+    outcome: str,
+    better: str = ID_LOSS,
+    worse: str = "w_erank",
+    *,
+    n_boot: int = 2000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """R²(outcome ~ ``better``) − R²(outcome ~ ``worse``), bootstrap over models (paired)."""
+
+    def gap(b: np.ndarray, w: np.ndarray, y: np.ndarray) -> float:
+        return r_squared(b, y) - r_squared(w, y)
+
+    cols = (table[c].to_numpy(float) for c in (better, worse, outcome))
+    a = bootstrap_association(gap, *cols, n_boot=n_boot, level=level, seed=seed)
+    return {
+        "outcome": outcome,
+        "better": better,
+        "worse": worse,
+        "r2_gap": a.value,
+        "ci_low": a.ci_low,
+        "ci_high": a.ci_high,
+    }

@@ -1,0 +1,346 @@
+"""Paper B's hyperparameter grid in miniature: points, their training configurations, where
+their runs and measures live.
+
+A *point* fixes model size, batch size, weight decay, peak learning rate, the final learning
+rate (as a fraction of the peak) and the seed; its name spells them out
+(``S-b32-wd2-lr0.004-f0.1-s0``) so that a DVC ``foreach`` stage per name reruns exactly the
+points whose values change. Every point trains on the same number of tokens (``token_budget``):
+batch size therefore also sets the number of steps. The grid is a full factorial, plus one
+factor at a time from a centre point, plus seed replicates of the centre (section ``sweep`` of
+``params.yaml``). The saturation design (claim B6) is here too: its runs differ only in the
+block layout.
+
+    python -m geolib.models.grid sweep points               # the expansion of the factors
+    python -m geolib.models.grid sweep train POINT          # stage sweep_train@POINT
+    python -m geolib.models.grid saturation names           # the runs of the design
+    python -m geolib.models.grid saturation train NAME      # stage saturation_train@NAME
+
+Training writes the run folder only. Measuring a point is :mod:`geolib.experiments.sweep`, a
+saturation run :mod:`geolib.experiments.saturation`; this module imports no measurement code, so
+an edit to one never retrains a model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import re
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from geolib.config import deep_update, load_params
+from geolib.models.train import TrainConfig, lr_at, train
+
+#: fewest optimizer steps a point may train (fewer and W barely leaves its initialisation)
+MIN_STEPS = 10
+#: what a measured point writes in its measures folder; its presence marks the point done
+MEASURES = "measures.json"
+#: the per-window losses of a measured point (paired comparisons read them)
+SEQUENCE_LOSSES = "sequence_losses.npz"
+
+
+FACTORS = ("size", "batch_size", "weight_decay", "lr", "final_lr_ratio", "seed")
+
+
+_NAME = re.compile(
+    r"^(?P<size>[A-Za-z]\w*)-b(?P<batch_size>\d+)-wd(?P<weight_decay>[0-9.e+-]+)"
+    r"-lr(?P<lr>[0-9.e+-]+)-f(?P<final_lr_ratio>[0-9.e+-]+)-s(?P<seed>\d+)$"
+)
+
+
+@dataclass(frozen=True, order=True)
+class Point:
+    """One model of the sweep."""
+
+    size: str
+    batch_size: int
+    weight_decay: float
+    lr: float
+    final_lr_ratio: float
+    seed: int
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"[A-Za-z]\w*", self.size):
+            raise ValueError(f"size must be a name like S or M, got {self.size!r}")
+        if self.batch_size < 1 or self.seed < 0:
+            raise ValueError(f"bad batch_size {self.batch_size} or seed {self.seed}")
+        if self.lr <= 0 or self.weight_decay < 0 or not 0 <= self.final_lr_ratio <= 1:
+            raise ValueError(f"bad lr, weight_decay or final_lr_ratio in {self}")
+
+    @property
+    def name(self) -> str:
+        return (
+            f"{self.size}-b{self.batch_size}-wd{self.weight_decay:g}-lr{self.lr:g}"
+            f"-f{self.final_lr_ratio:g}-s{self.seed}"
+        )
+
+    @classmethod
+    def from_name(cls, name: str) -> Point:
+        m = _NAME.match(name)
+        if not m:
+            raise ValueError(f"not a sweep point name: {name!r} (e.g. S-b32-wd2-lr0.004-f0.1-s0)")
+        g = m.groupdict()
+        point = cls(
+            g["size"],
+            int(g["batch_size"]),
+            float(g["weight_decay"]),
+            float(g["lr"]),
+            float(g["final_lr_ratio"]),
+            int(g["seed"]),
+        )
+        if point.name != name:
+            raise ValueError(f"{name!r} is not in canonical form; write {point.name!r}")
+        return point
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def expand(spec: Mapping[str, Any]) -> list[Point]:
+    """The points of a ``sweep`` section, in order: the factorial, then one factor at a time
+    from the centre (for each size in ``vary_sizes``), then the centre's seed replicates.
+
+    Duplicates are an error (a point listed twice would be one run counted twice).
+    """
+    factorial = spec["factorial"]
+    missing = [f for f in FACTORS if f not in factorial]
+    if missing:
+        raise KeyError(f"sweep.factorial lacks the factor(s) {missing}")
+    unknown = sorted(set(factorial) - set(FACTORS))
+    if unknown:
+        raise KeyError(f"sweep.factorial: unknown factor(s) {unknown}; factors: {FACTORS}")
+    sizes = spec.get("sizes", {})
+    points = [Point(*values) for values in itertools.product(*(factorial[f] for f in FACTORS))]
+    center = dict(spec.get("center") or {})
+    for size in spec.get("vary_sizes", []):
+        for factor, levels in (spec.get("vary") or {}).items():
+            if factor not in FACTORS or factor == "size":
+                raise KeyError(f"sweep.vary: {factor!r} is not a factor to vary")
+            points += [Point(**{**center, "size": size, factor: v}) for v in levels]
+        points += [
+            Point(**{**center, "size": size, "seed": s}) for s in spec.get("replicate_seeds", [])
+        ]
+    names = [p.name for p in points]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ValueError(f"sweep points listed more than once: {dupes}")
+    undefined = sorted({p.size for p in points} - set(sizes))
+    if sizes and undefined:
+        raise KeyError(f"sweep.sizes does not define {undefined}")
+    return points
+
+
+def point_config(params: Mapping[str, Any], point: Point) -> TrainConfig:
+    """The training configuration of ``point``: ``common`` (seed, device), the ``train``
+    section, ``sweep.base``, the size's model, then the point's factors."""
+    sweep = params["sweep"]
+    base = dict(sweep["base"])
+    budget, warmup = int(base.pop("token_budget")), float(base.pop("warmup_fraction"))
+    log_max = int(base.pop("checkpoint_log_max"))
+    if point.size not in sweep["sizes"]:
+        raise KeyError(f"sweep.sizes has no size {point.size!r}")
+    names = {f.name for f in fields(TrainConfig)}
+    merged = {k: v for k, v in params.get("common", {}).items() if k in names}
+    merged = deep_update(merged, params["train"])
+    merged = deep_update(merged, {**base, "model": dict(sweep["sizes"][point.size])})
+    steps = budget // (point.batch_size * int(merged["seq_len"]))
+    if steps < MIN_STEPS:
+        raise ValueError(
+            f"{point.name}: {budget} tokens make only {steps} steps at batch "
+            f"{point.batch_size} × seq_len {merged['seq_len']} (at least {MIN_STEPS} needed)"
+        )
+    merged.update(
+        batch_size=point.batch_size,
+        weight_decay=point.weight_decay,
+        lr=point.lr,
+        min_lr_ratio=point.final_lr_ratio,
+        seed=point.seed,
+        total_steps=steps,
+        warmup_steps=max(1, round(warmup * steps)),
+        checkpoint_every=0,
+        log_max=log_max,
+        eval_interval=steps,
+    )
+    return TrainConfig.from_params(merged)
+
+
+def decay_exponent(cfg: TrainConfig) -> float:
+    """Σ_t lr_t · wd over the run: decoupled weight decay alone shrinks a weight by
+    ``exp(−decay_exponent)``, so weight decay can act only where this is of order 1 or more."""
+    return cfg.weight_decay * sum(lr_at(t, cfg) for t in range(1, cfg.total_steps + 1))
+
+
+def check_points_listed(spec: Mapping[str, Any]) -> list[str]:
+    """The expansion's names; error naming the difference if ``spec["points"]`` differs."""
+    names = [p.name for p in expand(spec)]
+    listed = list(spec.get("points", []))
+    if listed != names:
+        extra, absent = sorted(set(listed) - set(names)), sorted(set(names) - set(listed))
+        raise ValueError(
+            "sweep.points differs from the expansion of the factors (run `python -m "
+            f"geolib.experiments.sweep points`): listed but not designed {extra}, designed but "
+            f"not listed {absent}" + ("" if extra or absent else "; the order differs")
+        )
+    return names
+
+
+def threads_for(jobs: int, cores: int | None = None) -> int:
+    """Torch threads for one of ``jobs`` parallel runs: the cores split evenly, at least one
+    (oversubscribed OpenMP threads busy-wait and ruin every job's throughput)."""
+    if jobs < 1:
+        raise ValueError(f"jobs must be >= 1, got {jobs}")
+    cores = cores or os.cpu_count() or 1
+    return max(1, cores // jobs)
+
+
+def measures_path(measures_root: str | Path, name: str) -> Path:
+    """``<measures_root>/<name>/measures.json``: the measures of one point."""
+    return Path(measures_root) / name / MEASURES
+
+
+def check_grid(params: Mapping[str, Any]) -> list[TrainConfig]:
+    """Every point's training configuration, in order: the listed points must equal the
+    design and every point must be trainable (enough steps at its batch size, valid numbers),
+    checked when a profile or parameters file is read rather than when a stage runs."""
+    check_points_listed(params["sweep"])
+    return [point_config(params, p) for p in expand(params["sweep"])]
+
+
+def train_point(params_path: str | Path, name: str, *, jobs: int = 1) -> dict[str, Any]:
+    """Train the sweep point ``name`` into ``<run_root>/<name>`` (resuming if interrupted,
+    nothing if finished); return its ``run.json``. ``jobs`` parallel runs share the cores."""
+    params = load_params(params_path)
+    names = check_points_listed(params["sweep"])
+    if name not in names:
+        raise KeyError(f"{name!r} is not a point of the sweep; points: {names}")
+    cfg = point_config(params, Point.from_name(name))
+    cfg.num_threads = threads_for(jobs)
+    return train(cfg, Path(params["sweep"]["run_root"]) / name, progress=False)
+
+
+# ----------------------------------------------------------------------------- saturation
+# Paper B's saturation design (claim B6): GPT-NeoX models that differ only in the block layout
+# (``parallel_residual``), at a few widths and seeds, trained long with dense checkpoints.
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run of the saturation design: a block layout, a width, a seed."""
+
+    layout: str
+    width: str
+    seed: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.layout}-{self.width}-s{self.seed}"
+
+    @classmethod
+    def from_name(cls, name: str) -> Run:
+        parts = name.rsplit("-", 2)
+        if len(parts) != 3 or not parts[2].startswith("s") or not parts[2][1:].isdigit():
+            raise ValueError(f"not a saturation run name: {name!r} (layout-width-s<seed>)")
+        return cls(parts[0], parts[1], int(parts[2][1:]))
+
+
+def saturation_runs(spec: Mapping[str, Any]) -> list[Run]:
+    """Every layout × width × seed of the design, in that order."""
+    return [
+        Run(layout, width, int(seed))
+        for width in spec["widths"]
+        for seed in spec["seeds"]
+        for layout in spec["layouts"]
+    ]
+
+
+def check_names_listed(spec: Mapping[str, Any]) -> list[str]:
+    """The design's run names; error if ``spec["names"]`` (the DVC foreach list) differs."""
+    names = [r.name for r in saturation_runs(spec)]
+    if list(spec.get("names", [])) != names:
+        raise ValueError(
+            f"saturation.names must equal the design's expansion (python -m geolib.models.grid "
+            f"saturation names): {names}"
+        )
+    return names
+
+
+def saturation_config(params: Mapping[str, Any], run: Run) -> TrainConfig:
+    """The TrainConfig of one run: ``train`` < ``saturation.train`` < the run's model."""
+    spec = params["saturation"]
+    if run.layout not in spec["layouts"] or run.width not in spec["widths"]:
+        raise KeyError(f"{run.name}: unknown layout or width; design: {check_names_listed(spec)}")
+    p = deep_update(params["train"], spec["train"])
+    p["model"] = {
+        **params["train"]["model"],
+        "family": "pythia",
+        "n_layers": int(spec["n_layers"]),
+        "parallel_residual": bool(spec["layouts"][run.layout]),
+        **spec["widths"][run.width],
+    }
+    p["seed"] = run.seed
+    return TrainConfig.from_params(p)
+
+
+def saturation_run(params: Mapping[str, Any], name: str) -> tuple[TrainConfig, Path]:
+    """The configuration and run folder of the saturation run ``name`` (error if not listed)."""
+    spec = params["saturation"]
+    names = check_names_listed(spec)
+    if name not in names:
+        raise KeyError(f"{name!r} is not a saturation run; runs: {names}")
+    return saturation_config(params, Run.from_name(name)), Path(spec["run_root"]) / name
+
+
+def train_saturation_run(params_path: str | Path, name: str) -> dict[str, Any]:
+    """Train ``name`` into ``<run_root>/<name>`` (resuming; nothing if finished); its
+    ``run.json``."""
+    cfg, run_dir = saturation_run(load_params(params_path), name)
+    return train(cfg, run_dir, progress=False)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m geolib.models.grid", description=__doc__)
+    parser.add_argument("--params", default="params.yaml")
+    design = parser.add_subparsers(dest="design", required=True)
+    sweep = design.add_parser("sweep", help="the sweep grid (claims B1-B5, B7, B8)")
+    sweep_cmd = sweep.add_subparsers(dest="command", required=True)
+    points = sweep_cmd.add_parser("points", help="print the expansion of the sweep's factors")
+    points.add_argument("--bare", action="store_true", help="names only, one per line")
+    train_one = sweep_cmd.add_parser("train", help="train one point (stage sweep_train@POINT)")
+    train_one.add_argument("point")
+    train_one.add_argument(
+        "--jobs",
+        type=int,
+        default=int(os.environ.get("GEOLIB_JOBS", "1")),
+        help="parallel runs sharing the cores (default: $GEOLIB_JOBS or 1)",
+    )
+    sat = design.add_parser("saturation", help="the saturation runs (claim B6)")
+    sat_cmd = sat.add_subparsers(dest="command", required=True)
+    sat_cmd.add_parser("names", help="print the runs of the design")
+    sat_train = sat_cmd.add_parser("train", help="train one run (stage saturation_train@NAME)")
+    sat_train.add_argument("name")
+    args = parser.parse_args(argv)
+    params = load_params(args.params)
+    if args.design == "sweep" and args.command == "points":
+        check_grid(params)  # every point trainable at its budget, before anything runs
+        for p in expand(params["sweep"]):
+            print(p.name if args.bare else f"    - {p.name}")
+    elif args.design == "sweep":
+        t0 = time.perf_counter()
+        train_point(args.params, args.point, jobs=args.jobs)
+        print(f"{args.point}: trained in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    elif args.command == "names":
+        print("\n".join(r.name for r in saturation_runs(params["saturation"])))
+    else:
+        t0 = time.perf_counter()
+        train_saturation_run(args.params, args.name)
+        print(f"{args.name}: trained in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

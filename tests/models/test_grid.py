@@ -1,0 +1,191 @@
+"""The designs: the sweep's grid (expansion, names, per-point configurations, threads) and the
+saturation runs (names, configurations differing in the block layout only)."""
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from geolib.config import load_params
+from geolib.models import grid
+from geolib.models.grid import (
+    Point,
+    check_grid,
+    check_points_listed,
+    decay_exponent,
+    expand,
+    point_config,
+    threads_for,
+)
+from geolib.models.train import checkpoint_steps
+
+ROOT = Path(__file__).resolve().parents[2]
+PARAMS = load_params(ROOT / "params.yaml")
+
+SPEC = {
+    "sizes": {"S": {}, "M": {}},
+    "factorial": {
+        "size": ["S", "M"],
+        "batch_size": [8, 32],
+        "weight_decay": [0.0, 1.0],
+        "lr": [0.001],
+        "final_lr_ratio": [0.1],
+        "seed": [0],
+    },
+    "center": {"batch_size": 8, "weight_decay": 1.0, "lr": 0.001, "final_lr_ratio": 0.1, "seed": 0},
+    "vary": {"final_lr_ratio": [0.0], "lr": [0.004]},
+    "vary_sizes": ["S"],
+    "replicate_seeds": [1, 2],
+}
+
+
+def test_expansion_counts_order_and_no_duplicates():
+    points = expand(SPEC)
+    assert len(points) == 2 * 2 * 2 + 2 + 2
+    assert points[0] == Point("S", 8, 0.0, 0.001, 0.1, 0)
+    assert points[-1] == Point("S", 8, 1.0, 0.001, 0.1, 2)
+    assert len({p.name for p in points}) == len(points)
+    # each one-factor variation differs from the centre in exactly that factor
+    centre = Point("S", **SPEC["center"])
+    for p in points[8:]:
+        diffs = [f for f, v in p.as_dict().items() if v != centre.as_dict()[f]]
+        assert len(diffs) == 1
+
+
+def test_a_point_listed_twice_is_an_error():
+    spec = {**SPEC, "vary": {"weight_decay": [0.0]}}  # S-b8-wd0 is already in the factorial
+    with pytest.raises(ValueError, match="more than once.*S-b8-wd0-lr0.001-f0.1-s0"):
+        expand(spec)
+
+
+def test_bad_specs():
+    with pytest.raises(KeyError, match="lacks"):
+        expand({**SPEC, "factorial": {k: v for k, v in SPEC["factorial"].items() if k != "lr"}})
+    with pytest.raises(KeyError, match="does not define"):
+        expand({**SPEC, "sizes": {"S": {}}})
+    with pytest.raises(KeyError, match="not a factor"):
+        expand({**SPEC, "vary": {"size": ["M"]}})
+
+
+@pytest.mark.parametrize("point", expand(SPEC), ids=lambda p: p.name)
+def test_names_round_trip(point):
+    assert Point.from_name(point.name) == point
+
+
+@pytest.mark.parametrize(
+    "bad", ["S-b8-wd0-lr0.001-f0.1", "S-b08-wd0-lr0.001-f0.1-s0", "S-b8-wd0.0-lr0.001-f0.1-s0"]
+)
+def test_non_canonical_names_are_rejected(bad):
+    with pytest.raises(ValueError):
+        Point.from_name(bad)
+
+
+def test_repository_grid_is_listed_and_large_enough():
+    """params.yaml's explicit list (what DVC expands) equals the design, ≥ 24 models plus
+    ≥ 3 seeds of a replicated point."""
+    names = check_points_listed(PARAMS["sweep"])
+    assert len(names) >= 24 + 2
+    seeds = [Point.from_name(n) for n in names if n.startswith("S-b32-wd2-lr0.004-f0.1-")]
+    assert sorted(p.seed for p in seeds) == [0, 1, 2]
+
+
+def test_listed_points_that_drift_from_the_design_are_named():
+    spec = dict(PARAMS["sweep"])
+    spec["points"] = spec["points"][:-1] + ["S-b8-wd9-lr0.001-f0.1-s0"]
+    with pytest.raises(ValueError, match=r"listed but not designed \['S-b8-wd9"):
+        check_points_listed(spec)
+
+
+def test_point_config_matches_tokens_and_factors():
+    point = Point.from_name("M-b128-wd2-lr0.004-f0.01-s1")
+    cfg = point_config(PARAMS, point)
+    base = PARAMS["sweep"]["base"]
+    assert cfg.total_steps == base["token_budget"] // (128 * base["seq_len"])
+    assert cfg.total_steps * cfg.tokens_per_step <= base["token_budget"]
+    assert (cfg.batch_size, cfg.weight_decay, cfg.lr, cfg.min_lr_ratio, cfg.seed) == (
+        128,
+        2.0,
+        0.004,
+        0.01,
+        1,
+    )
+    assert cfg.model.d_model == PARAMS["sweep"]["sizes"]["M"]["d_model"]
+    assert cfg.model.family == "olmo" and cfg.eval_interval == cfg.total_steps
+    with pytest.raises(KeyError, match="no size 'L'"):
+        point_config(PARAMS, Point("L", 8, 0.0, 0.001, 0.1, 0))
+
+
+def test_decay_exponent_is_the_sum_of_lr_times_wd():
+    cfg = point_config(PARAMS, Point.from_name("S-b128-wd2-lr0.004-f0.1-s0"))
+    from geolib.models.train import lr_at
+
+    assert decay_exponent(cfg) == pytest.approx(
+        2.0 * sum(lr_at(t, cfg) for t in range(1, cfg.total_steps + 1))
+    )
+    constant = cfg.__class__(**{**cfg.to_dict(), "schedule": "constant", "warmup_steps": 0})
+    assert decay_exponent(constant) == pytest.approx(2.0 * 0.004 * cfg.total_steps)
+    no_wd = point_config(PARAMS, Point.from_name("S-b8-wd0-lr0.001-f0.1-s0"))
+    assert decay_exponent(no_wd) == 0.0
+
+
+def test_threads_split_the_cores():
+    assert threads_for(1, 2) == 2 and threads_for(2, 2) == 1 and threads_for(4, 2) == 1
+    assert threads_for(2, 16) == 8
+    with pytest.raises(ValueError):
+        threads_for(0, 2)
+
+
+def test_a_batch_too_large_for_the_budget_is_refused_when_the_parameters_are_read():
+    """A profile adding batch 4096 (2 steps at the default budget) fails at check_grid, naming
+    the point, before any stage runs; the repository's grid passes."""
+    assert len(check_grid(PARAMS)) == len(PARAMS["sweep"]["points"])
+    params = copy.deepcopy(PARAMS)
+    params["sweep"]["factorial"]["batch_size"].append(4096)
+    params["sweep"]["points"] = [p.name for p in expand(params["sweep"])]
+    with pytest.raises(ValueError, match=r"S-b4096-.*only 1 steps"):
+        check_grid(params)
+
+
+SATURATION = {
+    "layouts": {"parallel": True, "sequential": False},
+    "widths": {"d8": {"d_model": 8, "n_heads": 2, "d_ff": 16}},
+    "seeds": [0, 1],
+}
+
+
+def test_names_round_trip_and_listed():
+    runs = grid.saturation_runs(SATURATION)
+    assert [r.name for r in runs] == [
+        "parallel-d8-s0",
+        "sequential-d8-s0",
+        "parallel-d8-s1",
+        "sequential-d8-s1",
+    ]
+    assert all(grid.Run.from_name(r.name) == r for r in runs)
+    assert grid.check_names_listed({**SATURATION, "names": [r.name for r in runs]})
+    with pytest.raises(ValueError, match="must equal"):
+        grid.check_names_listed({**SATURATION, "names": ["parallel-d8-s0"]})
+    with pytest.raises(ValueError, match="not a saturation run"):
+        grid.Run.from_name("parallel-d8")
+
+
+def test_params_design_and_configs():
+    params = load_params("params.yaml")
+    spec = params["saturation"]
+    names = grid.check_names_listed(spec)
+    cfgs = {n: grid.saturation_config(params, grid.Run.from_name(n)) for n in names}
+    for name, cfg in cfgs.items():
+        layout = grid.Run.from_name(name).layout
+        assert cfg.model.family == "pythia"
+        assert cfg.model.parallel_residual is spec["layouts"][layout]
+    # the two layouts of one width and seed differ in the block layout only
+    a, b = cfgs["parallel-d32-s0"].to_dict(), cfgs["sequential-d32-s0"].to_dict()
+    diff = {k for k in a["model"] if a["model"][k] != b["model"][k]}
+    assert diff == {"parallel_residual"} and {k for k in a if a[k] != b[k]} == {"model"}
+    steps = checkpoint_steps(
+        spec["train"]["total_steps"], spec["train"]["checkpoint_every"], spec["train"]["log_max"]
+    )
+    late = [s for s in steps if s >= spec["second_half_from"] * steps[-1]]
+    assert steps[:3] == [0, 1, 2] and len(late) >= 5  # log-spaced early, dense late
+    with pytest.raises(KeyError, match="unknown layout"):
+        grid.saturation_config(params, grid.Run("other", "d32", 0))
