@@ -30,6 +30,7 @@ from pathlib import Path
 import yaml
 
 from geolib.config import apply_profile, load_params
+from geolib.models.grid import check_grid, check_names_listed
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Download caches (``persist: true`` outs) worth keeping and seeding: they are slow to fetch.
@@ -75,13 +76,26 @@ def seed_cache(source: Path, target: Path) -> None:
     shutil.copytree(source, target, copy_function=link)
 
 
+def merged_params(profile_file: Path, base: Path = ROOT / "params.yaml") -> dict:
+    """``params.yaml`` with the profile applied, its designs checked before anything runs: every
+    sweep point trains at least ``grid.MIN_STEPS`` steps at its batch size, and the listed sweep
+    points and saturation runs equal their designs (an error names the point and why)."""
+    params = apply_profile(load_params(base), load_params(profile_file))
+    try:
+        check_grid(params)
+        check_names_listed(params["saturation"])
+    except (ValueError, KeyError) as exc:
+        raise SystemExit(f"profile {profile_file}: {exc}") from exc
+    return params
+
+
 def prepare(profile: str, dest: Path) -> Path:
     """Build the scratch copy for ``profile`` in ``dest``; return its merged params file."""
     profile_file = ROOT / "profiles" / f"{profile}.yaml"
     if not profile_file.is_file():
         names = sorted(p.stem for p in (ROOT / "profiles").glob("*.yaml"))
         raise SystemExit(f"no profile {profile!r} (profiles: {names})")
-    params = apply_profile(load_params(ROOT / "params.yaml"), load_params(profile_file))
+    params = merged_params(profile_file)
     marker = dest / ".profile-run"
     if dest.exists() and any(dest.iterdir()):
         if not marker.is_file():

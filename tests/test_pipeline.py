@@ -1,5 +1,6 @@
 """Consistency of the pipeline wiring: notebooks ↔ dvc.yaml ↔ params.yaml ↔ book."""
 
+import copy
 import json
 import re
 from pathlib import Path
@@ -390,3 +391,79 @@ def test_reader_check_flags_code_first_bare_figures_and_dead_table_links(tmp_pat
     assert "1 figure(s), 0 provenance" in check_book.reader_problems(bare, page, tmp_path)[0]
     dead = good.replace('t.csv"', 'missing.csv"')
     assert "does not resolve" in check_book.reader_problems(dead, page, tmp_path)[0]
+
+
+@pytest.mark.parametrize("profile", sorted((ROOT / "profiles").glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_profile_passes_the_design_checks_when_read(profile):
+    params = _load_script("run_profile").merged_params(profile)
+    assert params["sweep"]["points"]
+
+
+def test_a_profile_with_a_batch_too_large_for_the_budget_is_refused_when_read(tmp_path):
+    """Batch 4096 at the default token budget trains 1 step: refused when the profile is read
+    (not when its stage runs, minutes into the pipeline), naming the point."""
+    from geolib.models.grid import expand
+
+    sweep = copy.deepcopy(PARAMS["sweep"])
+    sweep["factorial"]["batch_size"] = [*sweep["factorial"]["batch_size"], 4096]
+    points = [p.name for p in expand(sweep)]
+    profile = tmp_path / "big_batch.yaml"
+    profile.write_text(
+        yaml.safe_dump({"sweep": {"factorial": sweep["factorial"], "points": points}})
+    )
+    with pytest.raises(SystemExit, match=r"big_batch.yaml: .*-b4096-.*only 1 steps"):
+        _load_script("run_profile").merged_params(profile)
+
+
+def test_every_script_and_module_the_docs_name_exists():
+    """Commands in params.yaml, profiles, the README and the Makefile name files and modules
+    that exist (a header once pointed to a script that never did)."""
+    docs = [ROOT / "params.yaml", ROOT / "README.md", ROOT / "Makefile", ROOT / ".ci" / "run"]
+    docs += sorted((ROOT / "profiles").glob("*.yaml")) + [ROOT / "notebooks" / "README.md"]
+    missing = []
+    for doc in docs:
+        text = doc.read_text()
+        for script in re.findall(r"\b((?:scripts|benchmarks)/[\w/]+\.py)\b", text):
+            if not (ROOT / script).is_file():
+                missing.append(f"{doc.name}: {script}")
+        for module in re.findall(r"python -m (geolib[\w.]*)", text):
+            if not (ROOT / Path(*module.split("."))).with_suffix(".py").is_file():
+                missing.append(f"{doc.name}: python -m {module}")
+    assert not missing, missing
+
+
+def _cell(nb_name: str, needle: str) -> str:
+    nb = json.loads((ROOT / "notebooks" / f"{nb_name}.ipynb").read_text())
+    found = [
+        "".join(c["source"])
+        for c in nb["cells"]
+        if c["cell_type"] == "code" and needle in "".join(c["source"])
+    ]
+    assert len(found) == 1, f"{len(found)} cells of {nb_name} contain {needle!r}"
+    return found[0]
+
+
+@pytest.mark.parametrize("a6", [None, {"value": 2.0, "low": 1.5, "high": 3.0}])
+def test_gradient_energy_chapter_decides_a6_with_or_without_an_encoder(a6):
+    """The chapter's A6 cell, run on a summary without the A6 table (no encoder measured), says
+    inconclusive and why instead of raising KeyError; with the table it applies the rule."""
+    from geolib.report.claims import decide_if_defined, rule_from_params
+
+    ns = {
+        "P": PARAMS["gradient_energy"],
+        "summary": {} if a6 is None else {"a6": a6},
+        "MODELS": ["pythia", "olmo"],
+        "rule_from_params": rule_from_params,
+        "decide_if_defined": decide_if_defined,
+    }
+    exec(_cell("gradient_energy", "rule6 = "), ns)
+    if a6 is None:
+        assert ns["v6"].status == "inconclusive" and "['pythia', 'olmo']" in ns["v6"].reason
+    else:
+        expected = rule_from_params(PARAMS["gradient_energy"]["a6_rule"]).decide(2.0, 1.5, 3.0)
+        assert ns["v6"] == expected
+
+
+def test_gradient_energy_chapter_names_the_pretrained_model_from_its_datasheet():
+    code = _cell("gradient_energy", "pretrained_layer_profile")
+    assert "SmolLM" not in code and 'sheet["title"]' in code
