@@ -393,7 +393,9 @@ def test_reader_check_flags_code_first_bare_figures_and_dead_table_links(tmp_pat
     assert "does not resolve" in check_book.reader_problems(dead, page, tmp_path)[0]
 
 
-@pytest.mark.parametrize("profile", sorted((ROOT / "profiles").glob("*.yaml")), ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "profile", sorted((ROOT / "profiles").glob("*.yaml")), ids=lambda p: p.stem
+)
 def test_every_profile_passes_the_design_checks_when_read(profile):
     params = _load_script("run_profile").merged_params(profile)
     assert params["sweep"]["points"]
