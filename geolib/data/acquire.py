@@ -15,7 +15,6 @@ business.
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import io
 import json
 import re
@@ -29,6 +28,8 @@ import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from geolib.files import sha256_file
 
 #: Registries this module can fetch from, with the client each one uses.
 REGISTRIES = {"pypi": "pip download", "apt": "apt-get download", "npm": "npm pack"}
@@ -52,15 +53,6 @@ def slug(text: str) -> str:
 # ------------------------------------------------------------------------------------------------
 # Acquisition: one artifact per source, cached under raw_dir/<source>/ with a manifest
 # ------------------------------------------------------------------------------------------------
-
-
-def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
-    """Hex sha256 of a file's bytes."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(chunk):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _run(cmd: Sequence[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess[str]:

@@ -26,8 +26,6 @@ columns joined), ``window_losses.npz`` (per-window losses before and after, per 
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -37,12 +35,14 @@ import torch
 import torch.nn.functional as F
 
 from geolib.data.windows import fixed_windows, sample_windows
+from geolib.files import write_csv, write_json, write_npz
 from geolib.measure.evaluate import window_losses
 from geolib.measure.geometry import ID_LOSS
 from geolib.measure.prediction import prediction, r2_gap
 from geolib.measure.stats import paired_change
 from geolib.models.checkpoints import load
 from geolib.models.grid import check_points_listed
+from geolib.stage import progress_line, stage
 
 OUTCOME = "forgetting"
 
@@ -150,27 +150,23 @@ def run_stage(p: dict[str, Any], sweep: dict[str, Any], models_table: str, log=p
         row, per_window = forget_point(Path(sweep["run_root"]) / name, p, int(p["seed"]))
         rows.append(row)
         arrays |= {f"{name}/{k}": v for k, v in per_window.items()}
-        elapsed = time.perf_counter() - t0
-        eta = elapsed / (i + 1) * (len(names) - i - 1)
+        done = progress_line("forgetting", i + 1, len(names), time.perf_counter() - t0)
         log(
             f"{name}: forgetting {row[OUTCOME]:+.4f}, gain {row['gain']:+.4f} nats, "
-            f"{row['seconds']:.1f} s; forgetting: {i + 1}/{len(names)} models done, "
-            f"{elapsed / 60:.1f} min elapsed, ETA {eta / 60:.1f} min"
+            f"{row['seconds']:.1f} s; {done}"
         )
     models = pd.read_csv(models_table)
     table = models.merge(pd.DataFrame(rows), on="name", how="inner", validate="one_to_one")
     if len(table) != len(names):
         raise ValueError(f"{len(names) - len(table)} sweep points are missing from {models_table}")
-    table.to_csv(out / "forgetting.csv", index=False, float_format="%.6g")
-    np.savez(out / "window_losses.npz", **arrays)
+    write_csv(out / "forgetting.csv", table, index=False, float_format="%.6g")
+    write_npz(out / "window_losses.npz", **arrays)
     kw = dict(n_boot=int(p["n_boot"]), level=float(p["ci_level"]), seed=int(p["seed"]))
     predictors = [ID_LOSS, "w_erank", "h_erank"]
-    prediction(table, [OUTCOME, "gain"], predictors, **kw).to_csv(
-        out / "prediction.csv", index=False, float_format="%.6g"
-    )
-    pd.DataFrame([r2_gap(table, o, **kw) for o in (OUTCOME, "gain")]).to_csv(
-        out / "r2_gap.csv", index=False, float_format="%.6g"
-    )
+    pred = prediction(table, [OUTCOME, "gain"], predictors, **kw)
+    write_csv(out / "prediction.csv", pred, index=False, float_format="%.6g")
+    gaps = pd.DataFrame([r2_gap(table, o, **kw) for o in (OUTCOME, "gain")])
+    write_csv(out / "r2_gap.csv", gaps, index=False, float_format="%.6g")
     summary = {
         "n_models": len(table),
         "seconds": time.perf_counter() - t0,
@@ -178,30 +174,21 @@ def run_stage(p: dict[str, Any], sweep: dict[str, Any], models_table: str, log=p
         "median_gain": float(table["gain"].median()),
         "forgetting_excludes_zero": int((table[f"{OUTCOME}_ci_low"] > 0).sum()),
     }
-    (out / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
+    write_json(out / "summary.json", summary, indent=1, sort_keys=True)
     return summary
 
 
 def main(argv: list[str] | None = None) -> int:
-    from geolib.config import stage_params
+    st = stage(__doc__, "forgetting", argv, _options)
+    return st.done(run_stage(st.params, st.section_of("sweep"), st.args.models_table))
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--params", default="params.yaml")
-    parser.add_argument("--section", default="forgetting")
+
+def _options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--models-table",
         default="data/results/geometry_performance/models.csv",
         help="the sweep's per-model table (geometry_performance_tables)",
     )
-    args = parser.parse_args(argv)
-    summary = run_stage(
-        stage_params(args.params, args.section),
-        stage_params(args.params, "sweep"),
-        args.models_table,
-    )
-    print(json.dumps(summary, indent=1))
-    print(f"{args.section}: {summary['seconds']:.0f} s", file=sys.stderr)
-    return 0
 
 
 if __name__ == "__main__":

@@ -22,9 +22,6 @@ figures) and ``summary.json`` (the units the two A1 rules count, per optimizer).
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -32,6 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from geolib.files import write_csv, write_json
 from geolib.measure.frequency import (
     TypeStates,
     frequency_bins,
@@ -45,6 +43,7 @@ from geolib.measure.probes import layer_names, residual_states
 from geolib.measure.stats import Association
 from geolib.models.checkpoints import load
 from geolib.models.runs import available_steps, read_run_info
+from geolib.stage import stage
 
 #: Within-type variance shares at or below this are float32 rounding of identical states.
 ROUNDING = 1e-9
@@ -212,25 +211,16 @@ def run_stage(p: dict[str, Any], log=print) -> dict[str, Any]:
         for name, part in zip(tables, analyse_run(run, p, counts, windows, log), strict=True):
             tables[name] += part
     for name, rows in tables.items():
-        pd.DataFrame(rows).to_csv(out / f"{name}.csv", index=False, float_format="%.6g")
+        write_csv(out / f"{name}.csv", pd.DataFrame(rows), index=False, float_format="%.6g")
     summary = summarise(tables["fits"])
     summary["n_state_tokens"] = int(windows.size)
-    (out / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
+    write_json(out / "summary.json", summary, indent=1, sort_keys=True)
     return summary
 
 
 def main(argv: list[str] | None = None) -> int:
-    from geolib.config import stage_params
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--params", default="params.yaml")
-    parser.add_argument("--section", default="frequency_collapse")
-    args = parser.parse_args(argv)
-    t0 = time.perf_counter()
-    summary = run_stage(stage_params(args.params, args.section))
-    print(json.dumps(summary, indent=1))
-    print(f"{args.section}: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
-    return 0
+    st = stage(__doc__, "frequency_collapse", argv)
+    return st.done(run_stage(st.params))
 
 
 if __name__ == "__main__":

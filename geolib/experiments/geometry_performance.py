@@ -24,7 +24,6 @@ computes what the chapter's verdicts read:
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import math
@@ -35,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geolib.config import load_params
+from geolib.files import write_csv
 from geolib.measure.geometry import GEOMETRY, ID_LOSS, flatten_measures
 from geolib.measure.prediction import prediction, r2_gap
 from geolib.measure.stats import (
@@ -45,6 +44,7 @@ from geolib.measure.stats import (
     t_quantile,
 )
 from geolib.models.grid import FACTORS, check_points_listed, measures_path
+from geolib.stage import stage
 
 #: W metrics whose agreement B7 reads (IsoScore* is not defined for W: no larger sample).
 W_METRICS = [f"w_{m}" for m in GEOMETRY]
@@ -287,48 +287,29 @@ def analyse(
         "h_correlations": out / "h_correlations.csv",
     }
     matched = [f"{q}_at_matched_loss" for q in ("w_erank", "h_erank")]
-    table.assign(**{c: work[c] for c in matched}).to_csv(
-        paths["models"], index=False, float_format="%.6g"
-    )
-    pd.DataFrame(effects).to_csv(paths["effects"], index=False, float_format="%.6g")
-    pd.DataFrame(interactions).to_csv(paths["interactions"], index=False, float_format="%.6g")
-    u_shape(table[in_factorial]).to_csv(paths["u_shape"], index=False)
+    g = {"index": False, "float_format": "%.6g"}
+    write_csv(paths["models"], table.assign(**{c: work[c] for c in matched}), **g)
+    write_csv(paths["effects"], pd.DataFrame(effects), **g)
+    write_csv(paths["interactions"], pd.DataFrame(interactions), **g)
+    write_csv(paths["u_shape"], u_shape(table[in_factorial]), index=False)
     kw = {"n_boot": n_boot, "level": level, "seed": seed}
-    prediction(table, outcomes, predictors, **kw).to_csv(
-        paths["prediction"], index=False, float_format="%.6g"
-    )
-    pd.DataFrame([r2_gap(table, o, **kw) for o in outcomes[1:]]).to_csv(
-        paths["r2_gap"], index=False, float_format="%.6g"
-    )
-    pd.DataFrame([metric_agreement(table, W_METRICS, **kw), cv_ratio(table, **kw)]).to_csv(
-        paths["agreement"], index=False, float_format="%.6g"
-    )
+    write_csv(paths["prediction"], prediction(table, outcomes, predictors, **kw), **g)
+    write_csv(paths["r2_gap"], pd.DataFrame([r2_gap(table, o, **kw) for o in outcomes[1:]]), **g)
+    agreement = [metric_agreement(table, W_METRICS, **kw), cv_ratio(table, **kw)]
+    write_csv(paths["agreement"], pd.DataFrame(agreement), **g)
     h_metrics = [f"h_{m}" for m in GEOMETRY] + ["h_isoscore_star"]
     for key, cols in (("w_correlations", W_METRICS), ("h_correlations", h_metrics)):
-        table[cols].corr(method="spearman").to_csv(paths[key], float_format="%.6g")
+        write_csv(paths[key], table[cols].corr(method="spearman"), float_format="%.6g")
     return paths
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m geolib.experiments.geometry_performance", description=__doc__
-    )
-    parser.add_argument("--params", default="params.yaml")
-    args = parser.parse_args(argv)
-    params = load_params(args.params)
-    spec = params["geometry_performance"]
-    names = check_points_listed(params["sweep"])
-    table = gather(params["sweep"]["measures_root"], names)
-    paths = analyse(
-        table,
-        {**spec, "seed": params["common"]["seed"]},
-        params["sweep"]["factorial"],
-        Path(spec["models_table"]).parent,
-    )
-    print(
-        f"geometry_performance: {len(table)} models → {', '.join(str(p) for p in paths.values())}"
-    )
-    return 0
+    st = stage(__doc__, "geometry_performance", argv)
+    sweep = st.section_of("sweep")
+    table = gather(sweep["measures_root"], check_points_listed(sweep))
+    out = Path(st.params["models_table"]).parent
+    paths = analyse(table, st.params, sweep["factorial"], out)
+    return st.done({"models": len(table), "tables": [str(p) for p in paths.values()]})
 
 
 if __name__ == "__main__":

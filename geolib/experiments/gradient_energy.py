@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import sys
 import time
 import zlib
 from dataclasses import dataclass, field
@@ -41,6 +40,7 @@ import numpy as np
 import torch
 
 from geolib.data.windows import model_batch, split_windows
+from geolib.files import write_csv, write_json
 from geolib.measure.metrics import StreamingCovariance
 from geolib.measure.probes import (
     REFIT,
@@ -58,6 +58,7 @@ from geolib.measure.probes import (
 )
 from geolib.measure.stats import bootstrap_weights
 from geolib.models.checkpoints import checkpoints_of, load, step_number, training_mask_prob
+from geolib.stage import stage
 
 # ---------------------------------------------------------------------------------------------
 # Token sets
@@ -418,20 +419,17 @@ def run_stage(p: dict[str, Any], log=print) -> dict[str, Any]:
                 log=log,
             )
         )
-    pd.DataFrame([row for r in results for row in r.rows]).to_csv(
-        out / "r_energy.csv", index=False, float_format="%.6g"
-    )
-    pd.DataFrame(overlap_rows(results, [int(s) for s in p["frozen_sources"]])).to_csv(
-        out / "overlap.csv", index=False, float_format="%.6g"
-    )
+    ratios = pd.DataFrame([row for r in results for row in r.rows])
+    write_csv(out / "r_energy.csv", ratios, index=False, float_format="%.6g")
+    overlap = pd.DataFrame(overlap_rows(results, [int(s) for s in p["frozen_sources"]]))
+    write_csv(out / "overlap.csv", overlap, index=False, float_format="%.6g")
     losses = pd.DataFrame([row for r in results for row in r.losses])
     losses["unigram_entropy"] = unigram_entropy(np.load(p["unigram_tokens"], mmap_mode="r"))
-    losses.to_csv(out / "losses.csv", index=False, float_format="%.6g")
-    pd.DataFrame([row for r in results for row in r.checkpoints]).to_csv(
-        out / "checkpoints.csv", index=False
-    )
+    write_csv(out / "losses.csv", losses, index=False, float_format="%.6g")
+    checkpoints = pd.DataFrame([row for r in results for row in r.checkpoints])
+    write_csv(out / "checkpoints.csv", checkpoints, index=False)
     summary = summarise(results, p)
-    (out / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
+    write_json(out / "summary.json", summary, indent=1, sort_keys=True)
     return summary
 
 
@@ -479,30 +477,22 @@ def run_pretrained_stage(p: dict[str, Any], log=print) -> list[dict[str, Any]]:
         losses += [{"domain": domain, **row} for row in res.losses]
     out = Path(p["out_dir"])
     out.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(rows).to_csv(out / "r_energy.csv", index=False, float_format="%.6g")
-    pd.DataFrame(losses).to_csv(out / "losses.csv", index=False, float_format="%.6g")
+    write_csv(out / "r_energy.csv", pd.DataFrame(rows), index=False, float_format="%.6g")
+    write_csv(out / "losses.csv", pd.DataFrame(losses), index=False, float_format="%.6g")
     return rows
 
 
 def main(argv: list[str] | None = None) -> int:
-    from geolib.config import stage_params
+    def threads(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--threads", type=int, default=None, help="torch threads")
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--params", default="params.yaml")
-    parser.add_argument("--section", default="gradient_energy")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads")
-    args = parser.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    t0 = time.perf_counter()
-    params = stage_params(args.params, args.section)
-    if "pretrained_dir" in params:
-        run_pretrained_stage(params)
-    else:
-        summary = run_stage(params)
-        print(json.dumps({k: v for k, v in summary.items() if k != "a7_units"}, indent=1))
-    print(f"{args.section}: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
-    return 0
+    st = stage(__doc__, "gradient_energy", argv, threads)
+    if st.args.threads:
+        torch.set_num_threads(st.args.threads)
+    if "pretrained_dir" in st.params:  # the released model, one row per domain
+        run_pretrained_stage(st.params)
+        return st.done()
+    return st.done(run_stage(st.params), hide=("a7_units",))
 
 
 if __name__ == "__main__":

@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
-import sys
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -38,6 +36,7 @@ import pandas as pd
 import torch
 
 from geolib.data.windows import fixed_windows
+from geolib.files import write_csv, write_json, write_npz
 from geolib.measure.evaluate import window_losses
 from geolib.measure.geometry import ID_LOSS
 from geolib.measure.prediction import prediction, r2_gap
@@ -45,6 +44,7 @@ from geolib.measure.stats import paired_change
 from geolib.models.checkpoints import load
 from geolib.models.grid import check_points_listed
 from geolib.models.quantize import QuantSpec, head_layer, quantize
+from geolib.stage import progress_line, stage
 
 #: the split whose loss increase is B8's outcome
 OUTCOME_SPLIT = "id_test"
@@ -179,36 +179,32 @@ def run_stage(p: dict[str, Any], sweep: dict[str, Any], models_table: str, log=p
         rows += r
         layer_rows += lr
         arrays |= {f"{name}/{k}": v for k, v in per_window.items()}
-        elapsed = time.perf_counter() - t0
-        eta = elapsed / (i + 1) * (len(names) - i - 1)
+        done = progress_line("quantization", i + 1, len(names), time.perf_counter() - t0)
         outcome = {x["setting"]: x["increase"] for x in r if x["split"] == OUTCOME_SPLIT}
         log(
             f"{name}: ID loss increase "
             + ", ".join(f"{k} {v:+.4f}" for k, v in outcome.items())
-            + f" nats, {time.perf_counter() - t_model:.1f} s; quantization: {i + 1}/"
-            f"{len(names)} models done, {elapsed / 60:.1f} min elapsed, ETA {eta / 60:.1f} min"
+            + f" nats, {time.perf_counter() - t_model:.1f} s; {done}"
         )
     long = pd.DataFrame(rows)
-    long.to_csv(out / "quantization.csv", index=False, float_format="%.6g")
+    write_csv(out / "quantization.csv", long, index=False, float_format="%.6g")
     layers = pd.DataFrame(layer_rows)
-    layers.to_csv(out / "layers.csv", index=False, float_format="%.6g")
+    write_csv(out / "layers.csv", layers, index=False, float_format="%.6g")
     models = pd.read_csv(models_table)
     table = models.merge(wide(long), on="name", how="inner", validate="one_to_one")
     if len(table) != len(names):
         raise ValueError(f"{len(names) - len(table)} sweep points are missing from {models_table}")
-    table.to_csv(out / "models.csv", index=False, float_format="%.6g")
-    np.savez(out / "window_losses.npz", **arrays)
+    write_csv(out / "models.csv", table, index=False, float_format="%.6g")
+    write_npz(out / "window_losses.npz", **arrays)
 
     kw = dict(n_boot=int(p["n_boot"]), level=float(p["ci_level"]), seed=int(p["seed"]))
     labels = sorted(set(long["setting"]), key=list(long["setting"]).index)
     outcomes = [column(label, OUTCOME_SPLIT) for label in labels]
-    prediction(table, outcomes, [ID_LOSS, "w_erank", "h_erank"], **kw).to_csv(
-        out / "prediction.csv", index=False, float_format="%.6g"
-    )
-    pd.DataFrame([r2_gap(table, o, **kw) for o in outcomes]).to_csv(
-        out / "r2_gap.csv", index=False, float_format="%.6g"
-    )
-    by_setting(long).to_csv(out / "settings.csv", index=False, float_format="%.6g")
+    pred = prediction(table, outcomes, [ID_LOSS, "w_erank", "h_erank"], **kw)
+    write_csv(out / "prediction.csv", pred, index=False, float_format="%.6g")
+    gaps = pd.DataFrame([r2_gap(table, o, **kw) for o in outcomes])
+    write_csv(out / "r2_gap.csv", gaps, index=False, float_format="%.6g")
+    write_csv(out / "settings.csv", by_setting(long), index=False, float_format="%.6g")
     outcome = long[long.split == OUTCOME_SPLIT]
     gptq = layers[layers.setting.str.startswith("gptq")]
     per_model = long.drop_duplicates(["name", "setting"]).groupby("method")
@@ -230,30 +226,21 @@ def run_stage(p: dict[str, Any], sweep: dict[str, Any], models_table: str, log=p
         "gptq_error_ratio_median": float((gptq["error"] / gptq["rtn_error"]).median()),
         "gptq_worse_than_rtn_layers": int((gptq["error"] > gptq["rtn_error"]).sum()),
     }
-    (out / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
+    write_json(out / "summary.json", summary, indent=1, sort_keys=True)
     return summary
 
 
 def main(argv: list[str] | None = None) -> int:
-    from geolib.config import stage_params
+    st = stage(__doc__, "quantization", argv, _options)
+    return st.done(run_stage(st.params, st.section_of("sweep"), st.args.models_table))
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--params", default="params.yaml")
-    parser.add_argument("--section", default="quantization")
+
+def _options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--models-table",
         default="data/results/geometry_performance/models.csv",
         help="the sweep's per-model table (geometry_performance_tables)",
     )
-    args = parser.parse_args(argv)
-    summary = run_stage(
-        stage_params(args.params, args.section),
-        stage_params(args.params, "sweep"),
-        args.models_table,
-    )
-    print(json.dumps(summary, indent=1))
-    print(f"{args.section}: {summary['seconds']:.0f} s", file=sys.stderr)
-    return 0
 
 
 if __name__ == "__main__":

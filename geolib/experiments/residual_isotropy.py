@@ -30,9 +30,6 @@ with its interval).
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 import time
 import warnings
 import zlib
@@ -44,6 +41,7 @@ import numpy as np
 import torch
 
 from geolib.data.windows import model_batch, split_windows
+from geolib.files import write_csv, write_json
 from geolib.measure.metrics import StreamingCovariance
 from geolib.measure.probes import (
     REFIT,
@@ -64,6 +62,7 @@ from geolib.measure.residual import (
 )
 from geolib.measure.stats import bootstrap_weights
 from geolib.models.checkpoints import checkpoints_of, load, step_number, training_mask_prob
+from geolib.stage import stage
 
 
 def _step_source(step: int) -> str:
@@ -384,26 +383,16 @@ def run_stage(p: dict[str, Any], log=print) -> dict[str, Any]:
     windows = {"source": src, "eval": rest[:n_ev], "reference": rest[n_ev:]}
     boot = bootstrap_weights(n_ev, int(p["n_boot"]), int(p["seed"]) + 11)
     results = [analyse_run(run, _checkpoints(run, p), windows, p, boot, log) for run in p["runs"]]
-    pd.DataFrame([row for r in results for row in r.rows]).to_csv(
-        out / "residual_isotropy.csv", index=False, float_format="%.6g"
-    )
+    rows = pd.DataFrame([row for r in results for row in r.rows])
+    write_csv(out / "residual_isotropy.csv", rows, index=False, float_format="%.6g")
     summary = summarise(results, p)
-    (out / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
+    write_json(out / "summary.json", summary, indent=1, sort_keys=True)
     return summary
 
 
 def main(argv: list[str] | None = None) -> int:
-    from geolib.config import stage_params
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--params", default="params.yaml")
-    parser.add_argument("--section", default="residual_isotropy")
-    args = parser.parse_args(argv)
-    t0 = time.perf_counter()
-    summary = run_stage(stage_params(args.params, args.section))
-    print(json.dumps(summary, indent=1))
-    print(f"{args.section}: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
-    return 0
+    st = stage(__doc__, "residual_isotropy", argv)
+    return st.done(run_stage(st.params))
 
 
 if __name__ == "__main__":

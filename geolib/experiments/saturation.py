@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -46,6 +45,7 @@ import torch
 from geolib.config import load_params
 from geolib.data.tokens import load_tokens
 from geolib.data.windows import fixed_windows, sample_windows
+from geolib.files import write_csv, write_json, write_npz
 from geolib.measure.evaluate import window_losses
 from geolib.measure.metrics import effective_rank
 from geolib.measure.probes import final_states, unembedding
@@ -148,21 +148,16 @@ def measure_run(params_path: str | Path, name: str) -> dict[str, Any]:
         )
     folder = Path(spec["measures_root"]) / name
     folder.mkdir(parents=True, exist_ok=True)
+    write_npz(folder / WINDOWS, **{k: np.stack(v) for k, v in per_split.items()})
     steps_done = np.array([c["step"] for c in curve])
-    for file, arrays in (
-        (WINDOWS, {k: np.stack(v) for k, v in per_split.items()}),
-        (SPECTRA, {"sigma": np.stack(spectra), "steps": steps_done}),
-    ):
-        tmp = folder / f".{file}.tmp.npz"
-        np.savez(tmp, **arrays)
-        os.replace(tmp, folder / file)
+    write_npz(folder / SPECTRA, sigma=np.stack(spectra), steps=steps_done)
     out = {
         "name": name,
         "train_seconds": trained,
         "measure_seconds": time.perf_counter() - t0,
         "curve": curve,
     }
-    runs.write_text_atomic(folder / CURVE, json.dumps(out, indent=1) + "\n")
+    write_json(folder / CURVE, out, indent=1)
     return out
 
 
@@ -282,9 +277,9 @@ def tables(params_path: str | Path) -> dict[str, Any]:
                 for i, v in enumerate(sigma)
             ]
     table = pd.DataFrame(rows)
-    table.to_csv(out / "runs.csv", index=False, float_format="%.6g")
-    pd.DataFrame(curves).to_csv(out / "curves.csv", index=False, float_format="%.6g")
-    pd.DataFrame(spectra).to_csv(out / "spectra.csv", index=False, float_format="%.6g")
+    write_csv(out / "runs.csv", table, index=False, float_format="%.6g")
+    write_csv(out / "curves.csv", pd.DataFrame(curves), index=False, float_format="%.6g")
+    write_csv(out / "spectra.csv", pd.DataFrame(spectra), index=False, float_format="%.6g")
     layouts = list(spec["layouts"])
     units = []
     for (width, s), g in table.groupby(["width", "seed"], sort=False):
@@ -304,7 +299,7 @@ def tables(params_path: str | Path) -> dict[str, Any]:
         "n_units": len(units),
         "max_epochs": float(table["epochs_final"].max()),
     }
-    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    write_json(out / "summary.json", summary, indent=1)
     return summary
 
 

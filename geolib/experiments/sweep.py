@@ -44,6 +44,7 @@ import torch
 from geolib.config import load_params
 from geolib.data.tokens import load_tokens
 from geolib.data.windows import fixed_windows
+from geolib.files import write_json, write_npz
 from geolib.measure.evaluate import window_losses
 from geolib.measure.geometry import geometry, unused_rows
 from geolib.measure.probes import final_states, unembedding
@@ -60,6 +61,7 @@ from geolib.models.grid import (
     threads_for,
 )
 from geolib.models.train import TrainConfig
+from geolib.stage import progress_line
 
 
 def measure_run(
@@ -144,10 +146,8 @@ def measure_point(params_path: str | Path, name: str, *, jobs: int = 1) -> dict[
     )
     out = measures_path(spec["measures_root"], name)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{SEQUENCE_LOSSES}.tmp.npz")
-    np.savez(tmp, **per_window)
-    os.replace(tmp, out.with_name(SEQUENCE_LOSSES))
-    runs.write_text_atomic(out, json.dumps(measures, indent=1) + "\n")
+    write_npz(out.with_name(SEQUENCE_LOSSES), **per_window)
+    write_json(out, measures, indent=1)  # last: its presence marks the point measured
     print(format_status(status(spec["measures_root"], names)), file=sys.stderr)
     return measures
 
@@ -174,11 +174,7 @@ def status(
 
 
 def format_status(s: Mapping[str, Any]) -> str:
-    eta = "?" if s["eta_s"] is None else f"{s['eta_s'] / 60:.1f} min"
-    return (
-        f"sweep: {s['done']}/{s['total']} points measured, {s['elapsed_s'] / 60:.1f} min "
-        f"elapsed, ETA {eta}"
-    )
+    return progress_line("sweep points measured", s["done"], s["total"], s["elapsed_s"])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,9 +16,7 @@ Layout of ``out_dir``: ``model/<file>.gguf``, ``datasheet.json``, ``tokens/<doma
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -28,6 +26,7 @@ import numpy as np
 from geolib.data.acquire import fetch_artifact, read_members, slug
 from geolib.data.corpus import corpus_splits, read_jsonl
 from geolib.data.tokens import save_tokens
+from geolib.stage import stage
 
 
 def fetch_model(source: Mapping[str, Any], raw_dir: str | Path, out_dir: str | Path) -> dict:
@@ -114,15 +113,8 @@ def run_stage(p: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from geolib.config import stage_params
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--params", default="params.yaml")
-    parser.add_argument("--section", default="pretrained")
-    args = parser.parse_args(argv)
-    sheet = run_stage(stage_params(args.params, args.section))
-    print(json.dumps({k: v for k, v in sheet.items() if k != "origin"}, indent=1), file=sys.stderr)
-    return 0
+    st = stage(__doc__, "pretrained", argv)
+    return st.done(run_stage(st.params), hide=("origin",))
 
 
 if __name__ == "__main__":

@@ -24,10 +24,8 @@ notebooks read ``metrics.csv``/``run.json`` through here.
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
-import os
 import re
 import shutil
 import sys
@@ -36,6 +34,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from geolib.files import sha256_file, write_text_atomic
 
 WEIGHT_FILE = "model.safetensors"
 CONFIG_FILE = "config.json"
@@ -104,20 +104,11 @@ class IntegrityError(ValueError):
     """A run file is not the one that was written (its content hash differs, or it is gone)."""
 
 
-def file_sha256(path: str | Path) -> str:
-    """SHA-256 of a file's bytes (hex)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def write_manifest(folder: str | Path) -> Path:
     """Record the SHA-256 of every file in ``folder`` (but the manifest) in its manifest."""
     folder = Path(folder)
     hashes = {
-        p.name: file_sha256(p)
+        p.name: sha256_file(p)
         for p in sorted(folder.iterdir())
         if p.is_file() and p.name != MANIFEST and not p.name.startswith(".")
     }
@@ -155,7 +146,7 @@ def verify_manifest(folder: str | Path, names: Iterable[str]) -> None:
             raise IntegrityError(f"{path}: not in {folder / MANIFEST}")
         if not path.is_file():
             raise IntegrityError(f"{path} is missing")
-        actual = file_sha256(path)
+        actual = sha256_file(path)
         if actual != hashes[name]:
             raise IntegrityError(
                 f"{path}: content changed since it was written (sha256 {actual[:12]}…, "
@@ -190,15 +181,6 @@ def publish_step(tmp: Path, step_folder: Path) -> None:
     for old in resumable(step_folder.parent)[KEEP_RESUME:]:
         (old / RESUME_STATE).unlink()
         _forget_in_manifest(old, RESUME_STATE)
-
-
-def write_text_atomic(path: str | Path, text: str) -> Path:
-    """Write ``text`` to ``path`` through a temporary file and a rename (never half-written)."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-    return path
 
 
 # ----------------------------------------------------------------------------- metrics.csv

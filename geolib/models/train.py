@@ -41,6 +41,7 @@ from tqdm.auto import tqdm
 from geolib.config import checked_number
 from geolib.data.tokens import load_tokens
 from geolib.data.windows import IGNORE_INDEX, mask_tokens, sample_windows
+from geolib.files import sha256_file
 from geolib.models import runs
 from geolib.models.families import (
     ModelConfig,
@@ -428,7 +429,7 @@ class Clock:
 def data_hashes(cfg: TrainConfig) -> dict[str, str]:
     """SHA-256 of the token files a run reads: a run is tied to its data, not to its paths."""
     files = {"train_tokens": cfg.train_tokens, "val_tokens": cfg.val_tokens}
-    return {k: runs.file_sha256(v) for k, v in files.items() if v is not None}
+    return {k: sha256_file(v) for k, v in files.items() if v is not None}
 
 
 class ResumeError(RuntimeError):

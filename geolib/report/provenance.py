@@ -30,18 +30,11 @@ from typing import Any
 import yaml
 
 from geolib.config import load_params, stage_params
+from geolib.files import sha256_file
 
 STAGE_RECORD = "_stage.provenance.json"
 SUFFIX = ".provenance.json"
 LIBRARIES = ("numpy", "scipy", "pandas", "torch", "transformers", "matplotlib", "geolib")
-
-
-def sha256_file(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def tree_hash(path: str | Path) -> str | None:

@@ -16,9 +16,9 @@ from geolib.data.acquire import (
     _run,
     fetch_artifact,
     read_members,
-    sha256_file,
     slug,
 )
+from geolib.files import sha256_file
 from tests.synthetic_packages import SOURCES, make_targz
 
 

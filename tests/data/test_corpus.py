@@ -9,7 +9,6 @@ import types
 
 import pytest
 
-from geolib.data.acquire import sha256_file
 from geolib.data.corpus import (
     Document,
     assign_splits,
@@ -24,6 +23,7 @@ from geolib.data.corpus import (
     write_jsonl,
 )
 from geolib.data.text import clean_text, segment_text
+from geolib.files import sha256_file
 from tests.synthetic_packages import SOURCES
 
 # ------------------------------------------------------------------------------------------------

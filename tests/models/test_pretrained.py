@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from geolib.data.acquire import sha256_file
 from geolib.data.corpus import write_jsonl
 from geolib.experiments import gradient_energy as ge
+from geolib.files import sha256_file
 from geolib.models import pretrained as pt
 from tests.models.test_checkpoints import V, make_tokenizer
 

@@ -17,7 +17,7 @@ import torch
 import yaml
 from safetensors.torch import load_file
 
-from geolib.models import runs
+from geolib.files import sha256_file
 from geolib.models.families import ModelConfig
 from geolib.models.runs import METRIC_COLUMNS
 from geolib.models.train import (
@@ -186,7 +186,7 @@ def test_run_directory_layout(token_files, tmp_path):
         folder = tmp_path / f"step-{step}"
         hashes = json.loads((folder / "manifest.json").read_text())["sha256"]
         assert set(hashes) == {p.name for p in folder.iterdir()} - {"manifest.json"}
-        assert all(runs.file_sha256(folder / n) == h for n, h in hashes.items())
+        assert all(sha256_file(folder / n) == h for n, h in hashes.items())
     lines = (tmp_path / "metrics.csv").read_text().splitlines()
     assert lines[0].split(",") == list(METRIC_COLUMNS)
     assert len(lines) == 1 + 25

@@ -10,6 +10,7 @@ import subprocess
 import pytest
 import yaml
 
+from geolib.files import sha256_file
 from geolib.report import provenance as pv
 
 
@@ -44,7 +45,7 @@ def test_stage_record_holds_what_made_the_chapter(repo):
     assert r["params_sha256"] == pv.params_hash(r["params"])
     head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout
     assert r["git"] == {"commit": head.strip(), "dirty": False, "changed": []}
-    assert r["inputs"]["data/in.csv"] == pv.sha256_file("data/in.csv")
+    assert r["inputs"]["data/in.csv"] == sha256_file("data/in.csv")
     assert len(r["inputs"]["data/folder"]) == 64
     assert r["versions"]["numpy"] and r["date"]
     assert r["reproduce"] == """python scripts/run_notebook.py demo -y '{"n": 5}'"""
