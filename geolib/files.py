@@ -57,3 +57,9 @@ def write_npz(path: str | Path, **arrays: Any) -> Path:
     import numpy as np
 
     return _atomic(path, lambda tmp: np.savez(tmp, **arrays))
+
+
+def write_table(path: str | Path, frame: Any) -> Path:
+    """The house table format: a DataFrame as CSV, no index, floats to 6 significant digits,
+    atomically."""
+    return write_csv(path, frame, index=False, float_format="%.6g")

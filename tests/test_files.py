@@ -7,7 +7,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from geolib.files import sha256_file, write_csv, write_json, write_npz, write_text_atomic
+from geolib.files import (
+    sha256_file,
+    write_csv,
+    write_json,
+    write_npz,
+    write_table,
+    write_text_atomic,
+)
 
 
 def test_sha256_matches_hashlib_across_chunks(tmp_path):
@@ -42,3 +49,9 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
         write_csv(path, Broken())
     assert path.read_text() == "old,complete\n"
     assert [p.name for p in tmp_path.iterdir()] == ["table.csv"]
+
+
+def test_write_table_is_the_house_csv_format(tmp_path):
+    frame = pd.DataFrame({"x": [1 / 3, 2e-9], "n": [1, 2]})
+    write_table(tmp_path / "t.csv", frame)
+    assert (tmp_path / "t.csv").read_text() == "x,n\n0.333333,1\n2e-09,2\n"

@@ -469,3 +469,15 @@ def test_gradient_energy_chapter_decides_a6_with_or_without_an_encoder(a6):
 def test_gradient_energy_chapter_names_the_pretrained_model_from_its_datasheet():
     code = _cell("gradient_energy", "pretrained_layer_profile")
     assert "SmolLM" not in code and 'sheet["title"]' in code
+
+
+@pytest.mark.parametrize("nb_path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_geolib_imports_resolve(nb_path):
+    """Every ``geolib`` import of a chapter runs (a moved module fails here, not in the book)."""
+    import ast
+
+    for node in ast.walk(ast.parse(_code_of_notebook(nb_path))):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names = [getattr(node, "module", None) or ""] + [a.name for a in node.names]
+            if any(n.split(".")[0] == "geolib" for n in names):
+                exec(ast.unparse(node), {})

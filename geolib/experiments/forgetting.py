@@ -25,7 +25,6 @@ columns joined), ``window_losses.npz`` (per-window losses before and after, per 
 
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
 from typing import Any
@@ -35,10 +34,14 @@ import torch
 import torch.nn.functional as F
 
 from geolib.data.windows import fixed_windows, sample_windows
-from geolib.files import write_csv, write_json, write_npz
+from geolib.files import write_json, write_npz, write_table
 from geolib.measure.evaluate import window_losses
-from geolib.measure.geometry import ID_LOSS
-from geolib.measure.prediction import prediction, r2_gap
+from geolib.measure.prediction import (
+    PER_MODEL_PREDICTORS,
+    join_per_model,
+    prediction,
+    r2_gaps,
+)
 from geolib.measure.stats import paired_change
 from geolib.models.checkpoints import load
 from geolib.models.grid import check_points_listed
@@ -155,18 +158,13 @@ def run_stage(p: dict[str, Any], sweep: dict[str, Any], models_table: str, log=p
             f"{name}: forgetting {row[OUTCOME]:+.4f}, gain {row['gain']:+.4f} nats, "
             f"{row['seconds']:.1f} s; {done}"
         )
-    models = pd.read_csv(models_table)
-    table = models.merge(pd.DataFrame(rows), on="name", how="inner", validate="one_to_one")
-    if len(table) != len(names):
-        raise ValueError(f"{len(names) - len(table)} sweep points are missing from {models_table}")
-    write_csv(out / "forgetting.csv", table, index=False, float_format="%.6g")
+    table = join_per_model(pd.read_csv(models_table), pd.DataFrame(rows), names, models_table)
+    write_table(out / "forgetting.csv", table)
     write_npz(out / "window_losses.npz", **arrays)
     kw = dict(n_boot=int(p["n_boot"]), level=float(p["ci_level"]), seed=int(p["seed"]))
-    predictors = [ID_LOSS, "w_erank", "h_erank"]
-    pred = prediction(table, [OUTCOME, "gain"], predictors, **kw)
-    write_csv(out / "prediction.csv", pred, index=False, float_format="%.6g")
-    gaps = pd.DataFrame([r2_gap(table, o, **kw) for o in (OUTCOME, "gain")])
-    write_csv(out / "r2_gap.csv", gaps, index=False, float_format="%.6g")
+    outcomes = [OUTCOME, "gain"]
+    write_table(out / "prediction.csv", prediction(table, outcomes, PER_MODEL_PREDICTORS, **kw))
+    write_table(out / "r2_gap.csv", r2_gaps(table, outcomes, **kw))
     summary = {
         "n_models": len(table),
         "seconds": time.perf_counter() - t0,
@@ -179,16 +177,9 @@ def run_stage(p: dict[str, Any], sweep: dict[str, Any], models_table: str, log=p
 
 
 def main(argv: list[str] | None = None) -> int:
-    st = stage(__doc__, "forgetting", argv, _options)
-    return st.done(run_stage(st.params, st.section_of("sweep"), st.args.models_table))
-
-
-def _options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--models-table",
-        default="data/results/geometry_performance/models.csv",
-        help="the sweep's per-model table (geometry_performance_tables)",
-    )
+    st = stage(__doc__, "forgetting", argv)
+    models_table = st.section_of("geometry_performance")["models_table"]
+    return st.done(run_stage(st.params, st.section_of("sweep"), models_table))
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from geolib.files import write_csv, write_json
+from geolib.files import write_json, write_table
 from geolib.measure.frequency import (
     TypeStates,
     frequency_bins,
@@ -211,7 +211,7 @@ def run_stage(p: dict[str, Any], log=print) -> dict[str, Any]:
         for name, part in zip(tables, analyse_run(run, p, counts, windows, log), strict=True):
             tables[name] += part
     for name, rows in tables.items():
-        write_csv(out / f"{name}.csv", pd.DataFrame(rows), index=False, float_format="%.6g")
+        write_table(out / f"{name}.csv", pd.DataFrame(rows))
     summary = summarise(tables["fits"])
     summary["n_state_tokens"] = int(windows.size)
     write_json(out / "summary.json", summary, indent=1, sort_keys=True)

@@ -34,9 +34,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geolib.files import write_csv
+from geolib.files import write_csv, write_table
 from geolib.measure.geometry import GEOMETRY, ID_LOSS, flatten_measures
-from geolib.measure.prediction import prediction, r2_gap
+from geolib.measure.prediction import prediction, r2_gaps
 from geolib.measure.stats import (
     bootstrap_association,
     mean_ci,
@@ -287,16 +287,15 @@ def analyse(
         "h_correlations": out / "h_correlations.csv",
     }
     matched = [f"{q}_at_matched_loss" for q in ("w_erank", "h_erank")]
-    g = {"index": False, "float_format": "%.6g"}
-    write_csv(paths["models"], table.assign(**{c: work[c] for c in matched}), **g)
-    write_csv(paths["effects"], pd.DataFrame(effects), **g)
-    write_csv(paths["interactions"], pd.DataFrame(interactions), **g)
+    write_table(paths["models"], table.assign(**{c: work[c] for c in matched}))
+    write_table(paths["effects"], pd.DataFrame(effects))
+    write_table(paths["interactions"], pd.DataFrame(interactions))
     write_csv(paths["u_shape"], u_shape(table[in_factorial]), index=False)
     kw = {"n_boot": n_boot, "level": level, "seed": seed}
-    write_csv(paths["prediction"], prediction(table, outcomes, predictors, **kw), **g)
-    write_csv(paths["r2_gap"], pd.DataFrame([r2_gap(table, o, **kw) for o in outcomes[1:]]), **g)
+    write_table(paths["prediction"], prediction(table, outcomes, predictors, **kw))
+    write_table(paths["r2_gap"], r2_gaps(table, outcomes[1:], **kw))
     agreement = [metric_agreement(table, W_METRICS, **kw), cv_ratio(table, **kw)]
-    write_csv(paths["agreement"], pd.DataFrame(agreement), **g)
+    write_table(paths["agreement"], pd.DataFrame(agreement))
     h_metrics = [f"h_{m}" for m in GEOMETRY] + ["h_isoscore_star"]
     for key, cols in (("w_correlations", W_METRICS), ("h_correlations", h_metrics)):
         write_csv(paths[key], table[cols].corr(method="spearman"), float_format="%.6g")

@@ -40,7 +40,7 @@ import numpy as np
 import torch
 
 from geolib.data.windows import model_batch, split_windows
-from geolib.files import write_csv, write_json
+from geolib.files import write_csv, write_json, write_table
 from geolib.measure.metrics import StreamingCovariance
 from geolib.measure.probes import (
     REFIT,
@@ -420,12 +420,12 @@ def run_stage(p: dict[str, Any], log=print) -> dict[str, Any]:
             )
         )
     ratios = pd.DataFrame([row for r in results for row in r.rows])
-    write_csv(out / "r_energy.csv", ratios, index=False, float_format="%.6g")
+    write_table(out / "r_energy.csv", ratios)
     overlap = pd.DataFrame(overlap_rows(results, [int(s) for s in p["frozen_sources"]]))
-    write_csv(out / "overlap.csv", overlap, index=False, float_format="%.6g")
+    write_table(out / "overlap.csv", overlap)
     losses = pd.DataFrame([row for r in results for row in r.losses])
     losses["unigram_entropy"] = unigram_entropy(np.load(p["unigram_tokens"], mmap_mode="r"))
-    write_csv(out / "losses.csv", losses, index=False, float_format="%.6g")
+    write_table(out / "losses.csv", losses)
     checkpoints = pd.DataFrame([row for r in results for row in r.checkpoints])
     write_csv(out / "checkpoints.csv", checkpoints, index=False)
     summary = summarise(results, p)
@@ -477,8 +477,8 @@ def run_pretrained_stage(p: dict[str, Any], log=print) -> list[dict[str, Any]]:
         losses += [{"domain": domain, **row} for row in res.losses]
     out = Path(p["out_dir"])
     out.mkdir(parents=True, exist_ok=True)
-    write_csv(out / "r_energy.csv", pd.DataFrame(rows), index=False, float_format="%.6g")
-    write_csv(out / "losses.csv", pd.DataFrame(losses), index=False, float_format="%.6g")
+    write_table(out / "r_energy.csv", pd.DataFrame(rows))
+    write_table(out / "losses.csv", pd.DataFrame(losses))
     return rows
 
 

@@ -24,7 +24,6 @@ table joined with one column per setting and split, ``q_<setting>_<split>``, plu
 
 from __future__ import annotations
 
-import argparse
 import copy
 import time
 from dataclasses import asdict, replace
@@ -36,10 +35,14 @@ import pandas as pd
 import torch
 
 from geolib.data.windows import fixed_windows
-from geolib.files import write_csv, write_json, write_npz
+from geolib.files import write_json, write_npz, write_table
 from geolib.measure.evaluate import window_losses
-from geolib.measure.geometry import ID_LOSS
-from geolib.measure.prediction import prediction, r2_gap
+from geolib.measure.prediction import (
+    PER_MODEL_PREDICTORS,
+    join_per_model,
+    prediction,
+    r2_gaps,
+)
 from geolib.measure.stats import paired_change
 from geolib.models.checkpoints import load
 from geolib.models.grid import check_points_listed
@@ -187,24 +190,19 @@ def run_stage(p: dict[str, Any], sweep: dict[str, Any], models_table: str, log=p
             + f" nats, {time.perf_counter() - t_model:.1f} s; {done}"
         )
     long = pd.DataFrame(rows)
-    write_csv(out / "quantization.csv", long, index=False, float_format="%.6g")
+    write_table(out / "quantization.csv", long)
     layers = pd.DataFrame(layer_rows)
-    write_csv(out / "layers.csv", layers, index=False, float_format="%.6g")
-    models = pd.read_csv(models_table)
-    table = models.merge(wide(long), on="name", how="inner", validate="one_to_one")
-    if len(table) != len(names):
-        raise ValueError(f"{len(names) - len(table)} sweep points are missing from {models_table}")
-    write_csv(out / "models.csv", table, index=False, float_format="%.6g")
+    write_table(out / "layers.csv", layers)
+    table = join_per_model(pd.read_csv(models_table), wide(long), names, models_table)
+    write_table(out / "models.csv", table)
     write_npz(out / "window_losses.npz", **arrays)
 
     kw = dict(n_boot=int(p["n_boot"]), level=float(p["ci_level"]), seed=int(p["seed"]))
     labels = sorted(set(long["setting"]), key=list(long["setting"]).index)
     outcomes = [column(label, OUTCOME_SPLIT) for label in labels]
-    pred = prediction(table, outcomes, [ID_LOSS, "w_erank", "h_erank"], **kw)
-    write_csv(out / "prediction.csv", pred, index=False, float_format="%.6g")
-    gaps = pd.DataFrame([r2_gap(table, o, **kw) for o in outcomes])
-    write_csv(out / "r2_gap.csv", gaps, index=False, float_format="%.6g")
-    write_csv(out / "settings.csv", by_setting(long), index=False, float_format="%.6g")
+    write_table(out / "prediction.csv", prediction(table, outcomes, PER_MODEL_PREDICTORS, **kw))
+    write_table(out / "r2_gap.csv", r2_gaps(table, outcomes, **kw))
+    write_table(out / "settings.csv", by_setting(long))
     outcome = long[long.split == OUTCOME_SPLIT]
     gptq = layers[layers.setting.str.startswith("gptq")]
     per_model = long.drop_duplicates(["name", "setting"]).groupby("method")
@@ -231,16 +229,9 @@ def run_stage(p: dict[str, Any], sweep: dict[str, Any], models_table: str, log=p
 
 
 def main(argv: list[str] | None = None) -> int:
-    st = stage(__doc__, "quantization", argv, _options)
-    return st.done(run_stage(st.params, st.section_of("sweep"), st.args.models_table))
-
-
-def _options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--models-table",
-        default="data/results/geometry_performance/models.csv",
-        help="the sweep's per-model table (geometry_performance_tables)",
-    )
+    st = stage(__doc__, "quantization", argv)
+    models_table = st.section_of("geometry_performance")["models_table"]
+    return st.done(run_stage(st.params, st.section_of("sweep"), models_table))
 
 
 if __name__ == "__main__":

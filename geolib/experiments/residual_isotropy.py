@@ -41,7 +41,7 @@ import numpy as np
 import torch
 
 from geolib.data.windows import model_batch, split_windows
-from geolib.files import write_csv, write_json
+from geolib.files import write_json, write_table
 from geolib.measure.metrics import StreamingCovariance
 from geolib.measure.probes import (
     REFIT,
@@ -384,7 +384,7 @@ def run_stage(p: dict[str, Any], log=print) -> dict[str, Any]:
     boot = bootstrap_weights(n_ev, int(p["n_boot"]), int(p["seed"]) + 11)
     results = [analyse_run(run, _checkpoints(run, p), windows, p, boot, log) for run in p["runs"]]
     rows = pd.DataFrame([row for r in results for row in r.rows])
-    write_csv(out / "residual_isotropy.csv", rows, index=False, float_format="%.6g")
+    write_table(out / "residual_isotropy.csv", rows)
     summary = summarise(results, p)
     write_json(out / "summary.json", summary, indent=1, sort_keys=True)
     return summary

@@ -45,7 +45,7 @@ import torch
 from geolib.config import load_params
 from geolib.data.tokens import load_tokens
 from geolib.data.windows import fixed_windows, sample_windows
-from geolib.files import write_csv, write_json, write_npz
+from geolib.files import write_json, write_npz, write_table
 from geolib.measure.evaluate import window_losses
 from geolib.measure.metrics import effective_rank
 from geolib.measure.probes import final_states, unembedding
@@ -277,9 +277,9 @@ def tables(params_path: str | Path) -> dict[str, Any]:
                 for i, v in enumerate(sigma)
             ]
     table = pd.DataFrame(rows)
-    write_csv(out / "runs.csv", table, index=False, float_format="%.6g")
-    write_csv(out / "curves.csv", pd.DataFrame(curves), index=False, float_format="%.6g")
-    write_csv(out / "spectra.csv", pd.DataFrame(spectra), index=False, float_format="%.6g")
+    write_table(out / "runs.csv", table)
+    write_table(out / "curves.csv", pd.DataFrame(curves))
+    write_table(out / "spectra.csv", pd.DataFrame(spectra))
     layouts = list(spec["layouts"])
     units = []
     for (width, s), g in table.groupby(["width", "seed"], sort=False):

@@ -18,6 +18,10 @@ import pandas as pd
 from geolib.measure.geometry import ID_LOSS
 from geolib.measure.stats import bootstrap_association, partial_spearman, r_squared, spearman
 
+#: what B8 compares as predictors of an outcome across models: ID loss, the effective ranks of
+#: W and of H
+PER_MODEL_PREDICTORS = (ID_LOSS, "w_erank", "h_erank")
+
 
 def prediction(
     table: pd.DataFrame,
@@ -78,3 +82,19 @@ def r2_gap(
         "ci_low": a.ci_low,
         "ci_high": a.ci_high,
     }
+
+
+def r2_gaps(table: pd.DataFrame, outcomes: Sequence[str], **bootstrap: Any) -> pd.DataFrame:
+    """:func:`r2_gap` (ID loss against the effective rank of W) for each outcome, one row each."""
+    return pd.DataFrame([r2_gap(table, o, **bootstrap) for o in outcomes])
+
+
+def join_per_model(
+    models: pd.DataFrame, rows: pd.DataFrame, names: Sequence[str], source: str
+) -> pd.DataFrame:
+    """The sweep's per-model table ``models`` joined one-to-one with an analysis's per-model
+    ``rows`` on ``name``; an error saying how many of ``names`` ``source`` lacks."""
+    table = models.merge(rows, on="name", how="inner", validate="one_to_one")
+    if len(table) != len(names):
+        raise ValueError(f"{len(names) - len(table)} sweep points are missing from {source}")
+    return table

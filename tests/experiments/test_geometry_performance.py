@@ -82,25 +82,6 @@ def test_detrended_removes_the_linear_part_of_loss():
     assert np.allclose(gp.detrended(t, "q"), 0.0, atol=1e-9)
 
 
-def test_prediction_partial_and_gap_on_a_noisy_copy_of_loss():
-    rng = np.random.default_rng(5)
-    n = 200
-    loss = rng.normal(size=n)
-    t = pd.DataFrame(
-        {
-            "loss_id_test": loss,
-            "loss_ood_x": loss + 0.2 * rng.normal(size=n),
-            "w_erank": loss + 1.0 * rng.normal(size=n),
-        }
-    )
-    p = gp.prediction(t, ["loss_ood_x"], ["loss_id_test", "w_erank"], n_boot=200)
-    rank = p[p.predictor == "w_erank"].iloc[0]
-    assert rank.partial_spearman_ci_low < 0 < rank.partial_spearman_ci_high
-    assert np.isnan(p[p.predictor == "loss_id_test"].iloc[0].get("partial_spearman", np.nan))
-    g = gp.r2_gap(t, "loss_ood_x", n_boot=200)
-    assert g["ci_low"] > 0.3
-
-
 def test_agreement_and_cv_ratio():
     rng = np.random.default_rng(6)
     base = rng.normal(size=100)
@@ -129,11 +110,3 @@ def test_bad_input():
         gp.seed_sd(t[t.seed == 0], "w_erank")
     with pytest.raises(FileNotFoundError, match="not measured yet"):
         gp.gather("/nonexistent", ["S-b8-wd0-lr0.001-f0.1-s0"])
-
-
-def test_a_constant_predictor_is_noted_not_correlated():
-    rng = np.random.default_rng(7)
-    t = pd.DataFrame({"loss_id_test": rng.normal(size=30), "loss_ood_x": rng.normal(size=30)})
-    t["h_flat"] = 0.0
-    p = gp.prediction(t, ["loss_ood_x"], ["h_flat"], n_boot=200)
-    assert p.iloc[0]["note"] == "constant across models" and np.isnan(p.iloc[0].get("r2", np.nan))

@@ -1,0 +1,46 @@
+"""geolib.measure.prediction: correlations, partial correlations and R² gaps across models,
+on synthetic tables with a planted relation; the join of per-model tables."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from geolib.measure.prediction import join_per_model, prediction, r2_gap
+
+
+def test_prediction_partial_and_gap_on_a_noisy_copy_of_loss():
+    rng = np.random.default_rng(5)
+    n = 200
+    loss = rng.normal(size=n)
+    t = pd.DataFrame(
+        {
+            "loss_id_test": loss,
+            "loss_ood_x": loss + 0.2 * rng.normal(size=n),
+            "w_erank": loss + 1.0 * rng.normal(size=n),
+        }
+    )
+    p = prediction(t, ["loss_ood_x"], ["loss_id_test", "w_erank"], n_boot=200)
+    rank = p[p.predictor == "w_erank"].iloc[0]
+    assert rank.partial_spearman_ci_low < 0 < rank.partial_spearman_ci_high
+    assert np.isnan(p[p.predictor == "loss_id_test"].iloc[0].get("partial_spearman", np.nan))
+    g = r2_gap(t, "loss_ood_x", n_boot=200)
+    assert g["ci_low"] > 0.3
+
+
+def test_a_constant_predictor_is_noted_not_correlated():
+    rng = np.random.default_rng(7)
+    t = pd.DataFrame({"loss_id_test": rng.normal(size=30), "loss_ood_x": rng.normal(size=30)})
+    t["h_flat"] = 0.0
+    p = prediction(t, ["loss_ood_x"], ["h_flat"], n_boot=200)
+    assert p.iloc[0]["note"] == "constant across models" and np.isnan(p.iloc[0].get("r2", np.nan))
+
+
+def test_join_per_model_is_one_to_one_and_names_what_is_missing():
+    models = pd.DataFrame({"name": ["a", "b", "c"], "x": [1, 2, 3]})
+    rows = pd.DataFrame({"name": ["c", "a", "b"], "y": [30, 10, 20]})
+    joined = join_per_model(models, rows, ["a", "b", "c"], "models.csv")
+    assert joined["y"].tolist() == [10, 20, 30]
+    with pytest.raises(ValueError, match="1 sweep points are missing from models.csv"):
+        join_per_model(models.iloc[:2], rows, ["a", "b", "c"], "models.csv")
+    with pytest.raises(pd.errors.MergeError):
+        join_per_model(models, pd.concat([rows, rows.iloc[:1]]), ["a", "b", "c"], "models.csv")
