@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -70,3 +71,14 @@ def progress_line(what: str, done: int, total: int, elapsed_s: float) -> str:
         raise ValueError(f"done {done} of total {total}")
     eta = f"{elapsed_s / done * (total - done) / 60:.1f} min" if done else "?"
     return f"{what}: {done}/{total} done, {elapsed_s / 60:.1f} min elapsed, ETA {eta}"
+
+
+def add_jobs_option(parser: argparse.ArgumentParser) -> None:
+    """``--jobs N``: parallel runs sharing the cores (default ``$GEOLIB_JOBS`` or 1); each run
+    then takes cores ÷ N torch threads (``geolib.models.grid.threads_for``)."""
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=int(os.environ.get("GEOLIB_JOBS", "1")),
+        help="parallel runs sharing the cores (default: $GEOLIB_JOBS or 1)",
+    )

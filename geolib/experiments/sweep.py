@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -61,7 +60,7 @@ from geolib.models.grid import (
     threads_for,
 )
 from geolib.models.train import TrainConfig
-from geolib.stage import progress_line
+from geolib.stage import add_jobs_option, progress_line
 
 
 def measure_run(
@@ -183,12 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     one = sub.add_parser("measure", help="measure one trained point")
     one.add_argument("point")
-    one.add_argument(
-        "--jobs",
-        type=int,
-        default=int(os.environ.get("GEOLIB_JOBS", "1")),
-        help="parallel runs sharing the cores (default: $GEOLIB_JOBS or 1)",
-    )
+    add_jobs_option(one)
     sub.add_parser("status", help="points measured / total, elapsed, ETA")
     args = parser.parse_args(argv)
     params = load_params(args.params)

@@ -123,73 +123,54 @@ def hf_config(
     eos_token_id: int | None = None,
 ):
     """The ``transformers`` configuration object of ``cfg`` (not yet a model)."""
-    special = {
+    # what every family names alike; each family adds its own activation, norm and rotary fields
+    shared = {
+        "vocab_size": vocab_size,
+        "hidden_size": cfg.d_model,
+        "num_hidden_layers": cfg.n_layers,
+        "num_attention_heads": cfg.n_heads,
+        "intermediate_size": cfg.d_ff,
+        "max_position_embeddings": cfg.context,
+        "initializer_range": cfg.init_std,
+        "use_cache": False,
         "pad_token_id": pad_token_id,
         "bos_token_id": bos_token_id,
         "eos_token_id": eos_token_id,
     }
     if cfg.family == "pythia":
-        tie = False if cfg.tie_embeddings is None else cfg.tie_embeddings
-        parallel = True if cfg.parallel_residual is None else cfg.parallel_residual
         return GPTNeoXConfig(
-            vocab_size=vocab_size,
-            hidden_size=cfg.d_model,
-            num_hidden_layers=cfg.n_layers,
-            num_attention_heads=cfg.n_heads,
-            intermediate_size=cfg.d_ff,
             hidden_act="gelu",
-            max_position_embeddings=cfg.context,
-            initializer_range=cfg.init_std,
             layer_norm_eps=cfg.norm_eps,
             attention_dropout=cfg.dropout,
             hidden_dropout=cfg.dropout,
-            use_parallel_residual=parallel,
+            use_parallel_residual=True if cfg.parallel_residual is None else cfg.parallel_residual,
             rope_parameters={
                 "rope_type": "default",
                 "rope_theta": cfg.rope_theta,
                 "partial_rotary_factor": cfg.rotary_pct,
             },
-            tie_word_embeddings=tie,
-            use_cache=False,
-            **special,
+            tie_word_embeddings=False if cfg.tie_embeddings is None else cfg.tie_embeddings,
+            **shared,
         )
     if cfg.family == "olmo":
-        tie = False if cfg.tie_embeddings is None else cfg.tie_embeddings
         return Olmo2Config(
-            vocab_size=vocab_size,
-            hidden_size=cfg.d_model,
-            num_hidden_layers=cfg.n_layers,
-            num_attention_heads=cfg.n_heads,
             num_key_value_heads=cfg.n_heads,
-            intermediate_size=cfg.d_ff,
             hidden_act="silu",
-            max_position_embeddings=cfg.context,
-            initializer_range=cfg.init_std,
             rms_norm_eps=cfg.norm_eps,
             attention_dropout=cfg.dropout,
             rope_parameters={"rope_type": "default", "rope_theta": cfg.rope_theta},
-            tie_word_embeddings=tie,
-            use_cache=False,
-            **special,
+            tie_word_embeddings=False if cfg.tie_embeddings is None else cfg.tie_embeddings,
+            **shared,
         )
     # bert
-    tie = True if cfg.tie_embeddings is None else cfg.tie_embeddings
     return BertConfig(
-        vocab_size=vocab_size,
-        hidden_size=cfg.d_model,
-        num_hidden_layers=cfg.n_layers,
-        num_attention_heads=cfg.n_heads,
-        intermediate_size=cfg.d_ff,
         hidden_act="gelu",
         hidden_dropout_prob=cfg.dropout,
         attention_probs_dropout_prob=cfg.dropout,
-        max_position_embeddings=cfg.context,
         type_vocab_size=1,
-        initializer_range=cfg.init_std,
         layer_norm_eps=cfg.norm_eps,
-        tie_word_embeddings=tie,
-        use_cache=False,
-        **{**special, "pad_token_id": 0 if pad_token_id is None else pad_token_id},
+        tie_word_embeddings=True if cfg.tie_embeddings is None else cfg.tie_embeddings,
+        **{**shared, "pad_token_id": 0 if pad_token_id is None else pad_token_id},
     )
 
 

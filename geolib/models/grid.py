@@ -35,6 +35,7 @@ from typing import Any
 
 from geolib.config import deep_update, load_params
 from geolib.models.train import TrainConfig, lr_at, train
+from geolib.stage import add_jobs_option
 
 #: fewest optimizer steps a point may train (fewer and W barely leaves its initialisation)
 MIN_STEPS = 10
@@ -312,12 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     points.add_argument("--bare", action="store_true", help="names only, one per line")
     train_one = sweep_cmd.add_parser("train", help="train one point (stage sweep_train@POINT)")
     train_one.add_argument("point")
-    train_one.add_argument(
-        "--jobs",
-        type=int,
-        default=int(os.environ.get("GEOLIB_JOBS", "1")),
-        help="parallel runs sharing the cores (default: $GEOLIB_JOBS or 1)",
-    )
+    add_jobs_option(train_one)
     sat = design.add_parser("saturation", help="the saturation runs (claim B6)")
     sat_cmd = sat.add_subparsers(dest="command", required=True)
     sat_cmd.add_parser("names", help="print the runs of the design")
