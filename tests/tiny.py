@@ -50,3 +50,31 @@ def tree_hashes(folder: Path) -> dict[str, str]:
         for p in sorted(folder.rglob("*"))
         if p.is_file()
     }
+
+
+def tiny_corpus(root: Path, **files: tuple[int, int]) -> Path:
+    """The test vocabulary's tokenizer in ``root/tokenizer`` and uniform token files: each
+    ``name=(high, n)`` writes ``root/<name>.npy``, ``n`` ids in ``[3, high)`` (no specials), from
+    one seeded generator in the order given. Returns the tokenizer folder."""
+    import numpy as np
+
+    from tests.models.test_checkpoints import make_tokenizer
+
+    tokenizer = make_tokenizer(root / "tokenizer")
+    rng = np.random.default_rng(0)
+    for name, (high, n) in files.items():
+        np.save(root / f"{name}.npy", rng.integers(3, high, n).astype(np.uint16))
+    return tokenizer
+
+
+def tiny_train_section(train_tokens: str, val_tokens: str) -> dict:
+    """A ``train`` section of a parameters file over the synthetic corpus of
+    ``tests.models.test_train.token_files`` (its own vocabulary, no tokenizer folder)."""
+    from tests.models.test_train import V
+
+    return {
+        "train_tokens": train_tokens,
+        "val_tokens": val_tokens,
+        "tokenizer": None,
+        "vocab_size": V,
+    }

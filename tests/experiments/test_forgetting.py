@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from geolib.experiments import forgetting as fg
-from tests.models.test_checkpoints import V, make_tokenizer
-from tests.tiny import train_tiny, tree_hashes
+from tests.models.test_checkpoints import V
+from tests.tiny import tiny_corpus, train_tiny, tree_hashes
 
 
 def test_split_domain_is_disjoint_and_ordered():
@@ -33,12 +33,7 @@ def test_paired_change_removes_window_difficulty():
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("fg")
-    tok = make_tokenizer(root / "tokenizer")
-    rng = np.random.default_rng(0)
-    np.save(root / "train.npy", rng.integers(3, V, 6000).astype(np.uint16))
-    np.save(
-        root / "domain.npy", rng.integers(3, 20, 4000).astype(np.uint16)
-    )  # another distribution
+    tok = tiny_corpus(root, train=(V, 6000), domain=(20, 4000))  # domain: another distribution
     train_tiny(
         root / "runs" / "point",
         tokenizer=tok,

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from geolib.experiments import quant_robustness as qr
-from tests.models.test_checkpoints import V, make_tokenizer
-from tests.tiny import train_tiny, tree_hashes
+from tests.models.test_checkpoints import V
+from tests.tiny import tiny_corpus, train_tiny, tree_hashes
 
 NAMES = list("abcdefghijkl")
 
@@ -19,11 +19,7 @@ NAMES = list("abcdefghijkl")
 @pytest.fixture(scope="module")
 def tiny_sweep(tmp_path_factory):
     root = tmp_path_factory.mktemp("qr")
-    tok = make_tokenizer(root / "tokenizer")
-    rng = np.random.default_rng(0)
-    np.save(root / "train.npy", rng.integers(3, V, 6000).astype(np.uint16))
-    np.save(root / "test.npy", rng.integers(3, V, 3000).astype(np.uint16))
-    np.save(root / "ood.npy", rng.integers(3, 20, 3000).astype(np.uint16))
+    tok = tiny_corpus(root, train=(V, 6000), test=(V, 3000), ood=(20, 3000))
     for i, name in enumerate(NAMES):  # models that differ: more or fewer steps, another lr
         train_tiny(
             root / "runs" / name,

@@ -55,26 +55,11 @@ def test_rank_drop_and_bad_input():
     assert sat.rank_drop(steps, np.array([50.0, 40.0, 35.0, 20.0]), 20) == pytest.approx(15.0)
     with pytest.raises(ValueError, match="not a checkpoint"):
         sat.rank_drop(steps, np.ones(4), 15)
+    kw = dict(from_fraction=0.5, n_boot=100, level=0.95, seed=0)
     with pytest.raises(ValueError, match="increasing"):
-        sat.late_degradation(
-            np.array([0, 2, 1]),
-            np.ones((3, 4)),
-            np.ones((3, 4)),
-            from_fraction=0.5,
-            n_boot=100,
-            level=0.95,
-            seed=0,
-        )
+        sat.late_degradation(np.array([0, 2, 1]), np.ones((3, 4)), np.ones((3, 4)), **kw)
     with pytest.raises(ValueError, match="one row"):
-        sat.late_degradation(
-            steps,
-            np.ones((3, 4)),
-            np.ones((4, 4)),
-            from_fraction=0.5,
-            n_boot=100,
-            level=0.95,
-            seed=0,
-        )
+        sat.late_degradation(steps, np.ones((3, 4)), np.ones((4, 4)), **kw)
     best, d = sat.late_degradation(
         steps,
         np.tile([4.0, 3.0, 2.0, 1.0], (4, 1)).T,
@@ -97,11 +82,10 @@ def test_seen_windows_replay_the_training_sampler(tmp_path):
     from geolib.models.checkpoints import load
     from geolib.models.runs import read_run_info
     from geolib.models.train import TrainConfig
-    from tests.models.test_checkpoints import V, make_tokenizer
-    from tests.tiny import train_tiny
+    from tests.models.test_checkpoints import V as V_TOKENIZER
+    from tests.tiny import tiny_corpus, train_tiny
 
-    tok = make_tokenizer(tmp_path / "tokenizer")
-    np.save(tmp_path / "train.npy", np.random.default_rng(0).integers(3, V, 4000).astype(np.uint16))
+    tok = tiny_corpus(tmp_path, train=(V_TOKENIZER, 4000))
     run = train_tiny(tmp_path / "run", tokenizer=tok, train_tokens=tmp_path / "train.npy")
     cfg = TrainConfig.from_params(read_run_info(run)["config"])
     tokens = np.load(tmp_path / "train.npy")
@@ -126,7 +110,7 @@ def test_train_then_measure_then_tables_on_a_tiny_design(tmp_path, token_files):
     import yaml
 
     from geolib.models import grid
-    from tests.tiny import tree_hashes
+    from tests.tiny import tiny_train_section, tree_hashes
 
     train_tokens, val = map(str, token_files)
     ood = tmp_path / "ood_x" / "test.npy"
@@ -158,13 +142,7 @@ def test_train_then_measure_then_tables_on_a_tiny_design(tmp_path, token_files):
     spec["names"] = [r.name for r in grid.saturation_runs(spec)]
     params = {
         "common": {"seed": 0, "device": "cpu"},
-        "train": {
-            "train_tokens": train_tokens,
-            "val_tokens": val,
-            "tokenizer": None,
-            "vocab_size": V,
-            "model": {"family": "pythia"},
-        },
+        "train": {**tiny_train_section(train_tokens, val), "model": {"family": "pythia"}},
         "saturation": spec,
     }
     path = tmp_path / "params.yaml"

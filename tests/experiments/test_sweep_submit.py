@@ -10,7 +10,7 @@ import yaml
 from geolib.experiments.sweep import measure_point
 from geolib.models.grid import check_points_listed, expand, train_point
 from tests.models.test_train import V, token_files  # noqa: F401  (the synthetic corpus fixture)
-from tests.tiny import tree_hashes
+from tests.tiny import tiny_train_section, tree_hashes
 
 
 @pytest.fixture
@@ -53,12 +53,7 @@ def tiny_params(tmp_path, token_files):  # noqa: F811
     sweep["points"] = [p.name for p in expand(sweep)]
     params = {
         "common": {"seed": 0, "device": "cpu"},
-        "train": {
-            "train_tokens": train,
-            "val_tokens": val,
-            "tokenizer": None,
-            "vocab_size": V,
-        },
+        "train": tiny_train_section(train, val),
         "sweep": sweep,
     }
     path = tmp_path / "params.yaml"

@@ -6,7 +6,6 @@ import hashlib
 import os
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 from tokenizers import Tokenizer, models, pre_tokenizers
@@ -25,6 +24,7 @@ from geolib.models.checkpoints import (
 )
 from geolib.models.families import ModelConfig, build_model, quiet_progress
 from geolib.models.train import TrainConfig, checkpoint_steps, train
+from tests.tiny import tiny_corpus
 
 V = 48
 SPECIALS = ["<eos>", "<pad>", "[MASK]"]
@@ -55,9 +55,7 @@ def tiny_model(family: str = "pythia") -> ModelConfig:
 def runs(tmp_path_factory):
     """Two short runs (a decoder and the encoder) trained with a tokenizer."""
     root = tmp_path_factory.mktemp("runs")
-    tok_dir = make_tokenizer(root / "tokenizer")
-    rng = np.random.default_rng(0)
-    np.save(root / "train.npy", rng.integers(3, V, 4000).astype(np.uint16))
+    tok_dir = tiny_corpus(root, train=(V, 4000))
     out = {}
     for family in ("pythia", "bert"):
         cfg = TrainConfig(
