@@ -1,4 +1,5 @@
-"""Geometry metrics of point clouds and weight matrices (the math layer; numpy and torch only).
+"""Geometry metrics of point clouds and weight matrices (the measure wing's math: numpy and
+torch only; no files, runs or models).
 
 Every function follows the definitions in ``PAPERS.md`` ("Metric definitions") exactly and says
 which variant it computes. Conventions shared by all of them:
