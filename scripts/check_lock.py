@@ -12,7 +12,9 @@ clone has none, and a stale output is the consequence of a stale source upstream
 
 from __future__ import annotations
 
+import fnmatch
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -37,12 +39,17 @@ def stale_entries(status: Mapping[str, Any], produced: list[str]) -> list[str]:
     """Messages for the ``dvc status --json`` entries that mean a stale lock."""
 
     def is_produced(path: str) -> bool:
-        """An out, inside one, or a folder holding outs (e.g. ``runs/sweep``)."""
-        p = PurePosixPath(path)
-        return any(
-            p == PurePosixPath(o) or PurePosixPath(o) in p.parents or p in PurePosixPath(o).parents
-            for o in produced
-        )
+        """An out, inside one, or a folder holding outs (e.g. ``runs/sweep``).
+
+        A ``foreach`` out's ``${item}`` segment stands for any name (``runs/sweep/${item}``
+        produces ``runs/sweep/S-b8-...``)."""
+        parts = PurePosixPath(path).parts
+        for out in produced:
+            pattern = [re.sub(r"\$\{[^}]*\}", "*", seg) for seg in PurePosixPath(out).parts]
+            n = min(len(parts), len(pattern))
+            if all(fnmatch.fnmatchcase(a, b) for a, b in zip(parts[:n], pattern[:n], strict=True)):
+                return True
+        return False
 
     problems = []
     for stage, entries in status.items():

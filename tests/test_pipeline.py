@@ -341,6 +341,8 @@ def test_lock_check_flags_stale_sources_and_params_but_not_missing_outputs():
                     "data/a": "deleted",
                     "data/a/x.csv": "modified",
                     "runs/s": "deleted",
+                    "runs/s/x": "deleted",
+                    "runs/s/y/run.json": "modified",
                 }
             },
             {"changed outs": {"data/b": "not in cache"}},
@@ -349,13 +351,20 @@ def test_lock_check_flags_stale_sources_and_params_but_not_missing_outputs():
     assert check.stale_entries(fresh_clone, produced) == []
     stale = {
         "b": [
-            {"changed deps": {"geolib/b.py": "modified", "params.yaml": {"b": "modified"}}},
+            {
+                "changed deps": {
+                    "geolib/b.py": "modified",
+                    "params.yaml": {"b": "modified"},
+                    "runsx/s": "deleted",
+                }
+            },
             "changed command",
         ]
     }
     assert check.stale_entries(stale, produced) == [
         "b: changed deps: geolib/b.py modified",
         'b: changed deps: params.yaml {"b": "modified"}',
+        "b: changed deps: runsx/s deleted",
         "b: changed command",
     ]
 
