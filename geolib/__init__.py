@@ -33,12 +33,12 @@ measure/             imports nothing outside measure: pure functions on arrays a
     frequency        per-type variance, embedding-row jitter and settling against frequency
     geometry         Paper B's geometry of one model (W and H) and its per-model table row
     prediction       does a quantity predict an outcome across models (ρ, R², partial ρ)
+    validate         checked arguments (finite, in range, integer) and seeds, for every wing
 theory/              imports measure; one room per claim of Paper A's theory
     curvature        chord–arc geometry and the curvature share of local variance (A2)
     curvature_scans  the A2 scans over curvature and radial densities
     collapse         frequency-induced variance collapse (A1)
     gradients        tangent gradient dominance (A3)
-    validate         checked inputs shared by the theory rooms (seeds, ranges)
 experiments/         imports config, files, stage, data, models, measure, theory; no other
                      experiment
     gradient_energy      the A4/A6/A7 analysis stage over checkpoints (tables)

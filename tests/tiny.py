@@ -78,3 +78,30 @@ def tiny_train_section(train_tokens: str, val_tokens: str) -> dict:
         "tokenizer": None,
         "vocab_size": V,
     }
+
+
+def probe_section(root: Path, out: Path, **keys) -> dict:
+    """A probe stage's section over the conftest's decoder + encoder runs (``root``), writing
+    to ``out``: the keys gradient_energy and residual_isotropy share, plus ``keys``."""
+    return {
+        "seed": 0,
+        "runs": [str(root / "pythia"), str(root / "bert")],
+        "revisions": None,
+        "tokens": str(root / "val.npy"),
+        "seq_len": 16,
+        "n_eval": 10,
+        "batch_size": 4,
+        "mask_prob": None,  # the runs' own: 0.3
+        "ranks": [1, 2],
+        "n_controls": 5,
+        "out_dir": str(out),
+        **keys,
+    }
+
+
+def run_quietly(experiment, section: dict) -> dict:
+    """``experiment.run_stage(section)`` with torch seeded and no progress lines."""
+    import torch
+
+    torch.manual_seed(0)
+    return experiment.run_stage(section, log=lambda *_: None)

@@ -38,6 +38,8 @@ from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
+from geolib.measure import validate as check
+
 #: Claim IDs and one-line summaries (see ``shared/PAPERS.md`` for the full statements).
 CLAIMS: dict[str, str] = {
     "A1": "Frequency-induced variance collapse (variance ∝ 1/n)",
@@ -84,25 +86,12 @@ class Verdict:
         return f"{self.status}: {self.reason}"
 
 
-def _finite(name: str, value: Any) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a real number, got {value!r}") from None
-    if not math.isfinite(x):
-        raise ValueError(f"{name} must be finite, got {x}")
-    return x
-
-
-def _positive(name: str, value: Any) -> float:
-    x = _finite(name, value)
-    if x <= 0:
-        raise ValueError(f"{name} must be > 0, got {x}")
-    return x
-
-
 def _interval(estimate: Any, low: Any, high: Any) -> tuple[float, float, float]:
-    e, lo, hi = _finite("estimate", estimate), _finite("low", low), _finite("high", high)
+    e, lo, hi = (
+        check.scalar("estimate", estimate),
+        check.scalar("low", low),
+        check.scalar("high", high),
+    )
     if not lo <= e <= hi:
         raise ValueError(f"need low <= estimate <= high, got {lo} <= {e} <= {hi}")
     return e, lo, hi
@@ -112,13 +101,6 @@ def _reason(reason: Any) -> str:
     if not isinstance(reason, str) or not reason.strip():
         raise ValueError("a rule needs a one-line reason (from the paper's claim)")
     return reason.strip()
-
-
-def _check_band(rule: Any) -> None:
-    """Validate the fields shared by the band rules (``target``, ``tol``, ``reason``)."""
-    object.__setattr__(rule, "target", _finite("target", rule.target))
-    object.__setattr__(rule, "tol", _positive("tol", rule.tol))
-    object.__setattr__(rule, "reason", _reason(rule.reason))
 
 
 def _band(estimate: Any, low: Any, high: Any, target: float, tol: float) -> tuple[str, str]:
@@ -135,7 +117,36 @@ def _band(estimate: Any, low: Any, high: Any, target: float, tol: float) -> tupl
 
 
 @dataclass(frozen=True)
-class WithinTolerance:
+class _BandRule:
+    """A rule on where an interval lies against ``target ± tol``; subclasses say which side
+    reproduces the claim."""
+
+    target: float
+    tol: float
+    reason: str
+    kind: ClassVar[str] = ""
+    reproduced_when: ClassVar[str] = ""  # "inside" or "outside"
+    description: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "target", check.scalar("target", self.target))
+        object.__setattr__(self, "tol", check.scalar("tol", self.tol, low=0, strict=True))
+        object.__setattr__(self, "reason", _reason(self.reason))
+
+    def describe(self) -> str:
+        return self.description.format(target=self.target, tol=self.tol, reason=self.reason)
+
+    def decide(self, estimate: float, low: float, high: float) -> Verdict:
+        where, position = _band(estimate, low, high, self.target, self.tol)
+        not_reproduced = "outside" if self.reproduced_when == "inside" else "inside"
+        status = {self.reproduced_when: REPRODUCED, not_reproduced: NOT_REPRODUCED}.get(
+            position, INCONCLUSIVE
+        )
+        return Verdict(status, self.describe(), f"{where}: interval {position} the band")
+
+
+@dataclass(frozen=True)
+class WithinTolerance(_BandRule):
     """An estimate near a target: reproduced when its whole interval lies in ``target ± tol``.
 
     Not reproduced when the interval lies entirely outside the band (it excludes every value
@@ -143,54 +154,28 @@ class WithinTolerance:
     every interval wider than the band.
     """
 
-    target: float
-    tol: float
-    reason: str
     kind: ClassVar[str] = "within_tolerance"
-
-    def __post_init__(self) -> None:
-        _check_band(self)
-
-    def describe(self) -> str:
-        return (
-            f"within_tolerance: reproduced if the whole interval lies in {self.target:g} ± "
-            f"{self.tol:g}; not reproduced if it lies entirely outside; otherwise inconclusive. "
-            f"Why: {self.reason}"
-        )
-
-    def decide(self, estimate: float, low: float, high: float) -> Verdict:
-        where, position = _band(estimate, low, high, self.target, self.tol)
-        status = {"inside": REPRODUCED, "outside": NOT_REPRODUCED}.get(position, INCONCLUSIVE)
-        return Verdict(status, self.describe(), f"{where}: interval {position} the band")
+    reproduced_when: ClassVar[str] = "inside"
+    description: ClassVar[str] = (
+        "within_tolerance: reproduced if the whole interval lies in {target:g} ± {tol:g}; not "
+        "reproduced if it lies entirely outside; otherwise inconclusive. Why: {reason}"
+    )
 
 
 @dataclass(frozen=True)
-class Beyond:
+class Beyond(_BandRule):
     """An effect of either sign larger than ``tol`` (the complement of :class:`WithinTolerance`):
     reproduced when the whole interval lies outside ``target ± tol``, not reproduced when it
     lies inside the band, inconclusive when it straddles an edge. For claims that an effect
     exists ("depends on model size") without saying its sign.
     """
 
-    target: float
-    tol: float
-    reason: str
     kind: ClassVar[str] = "beyond"
-
-    def __post_init__(self) -> None:
-        _check_band(self)
-
-    def describe(self) -> str:
-        return (
-            f"beyond: reproduced if the whole interval lies outside {self.target:g} ± "
-            f"{self.tol:g} (either side); not reproduced if it lies inside; otherwise "
-            f"inconclusive. Why: {self.reason}"
-        )
-
-    def decide(self, estimate: float, low: float, high: float) -> Verdict:
-        where, position = _band(estimate, low, high, self.target, self.tol)
-        status = {"outside": REPRODUCED, "inside": NOT_REPRODUCED}.get(position, INCONCLUSIVE)
-        return Verdict(status, self.describe(), f"{where}: interval {position} the band")
+    reproduced_when: ClassVar[str] = "outside"
+    description: ClassVar[str] = (
+        "beyond: reproduced if the whole interval lies outside {target:g} ± {tol:g} (either "
+        "side); not reproduced if it lies inside; otherwise inconclusive. Why: {reason}"
+    )
 
 
 @dataclass(frozen=True)
@@ -210,11 +195,11 @@ class Threshold:
     kind: ClassVar[str] = "threshold"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "threshold", _finite("threshold", self.threshold))
+        object.__setattr__(self, "threshold", check.scalar("threshold", self.threshold))
         if self.direction not in ("above", "below"):
             raise ValueError(f"direction must be 'above' or 'below', got {self.direction!r}")
         if self.no_effect is not None:
-            base = _finite("no_effect", self.no_effect)
+            base = check.scalar("no_effect", self.no_effect)
             beyond = base >= self.threshold if self.direction == "above" else base <= self.threshold
             if beyond:
                 raise ValueError(
@@ -270,7 +255,7 @@ class Fraction:
     kind: ClassVar[str] = "fraction"
 
     def __post_init__(self) -> None:
-        f = _finite("min_fraction", self.min_fraction)
+        f = check.scalar("min_fraction", self.min_fraction)
         if not 0.0 < f <= 1.0:
             raise ValueError(f"min_fraction must be in (0, 1], got {f}")
         object.__setattr__(self, "min_fraction", f)
@@ -314,7 +299,7 @@ class Identity:
     kind: ClassVar[str] = "identity"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "tol", _positive("tol", self.tol))
+        object.__setattr__(self, "tol", check.scalar("tol", self.tol, low=0, strict=True))
         object.__setattr__(self, "reason", _reason(self.reason))
 
     def describe(self) -> str:
@@ -324,7 +309,7 @@ class Identity:
         )
 
     def decide(self, max_deviation: float) -> Verdict:
-        d = _finite("max_deviation", max_deviation)
+        d = check.scalar("max_deviation", max_deviation)
         if d < 0:
             raise ValueError(f"max_deviation must be >= 0, got {d}")
         ok = d <= self.tol

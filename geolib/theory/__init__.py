@@ -5,5 +5,5 @@ variance collapse) and :mod:`~geolib.theory.gradients` (A3, tangent gradient dom
 only torch user).
 
 The math layer: plain numbers and arrays in, small frozen dataclasses out; nothing here knows
-about models, files or notebooks. Argument checks and seeds: :mod:`~geolib.theory.validate`.
+about models, files or notebooks. Argument checks and seeds: :mod:`~geolib.measure.validate`.
 """

@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from geolib.measure import validate as check
 from geolib.measure.stats import Estimate, Proportion, SlopeFit, fit_loglog, mean_ci, proportion_ci
-from geolib.theory import validate as check
-from geolib.theory.validate import Seed
+from geolib.measure.validate import Seed
 
 
 def zipf_counts(n_types: int, n_tokens: int, exponent: float = 1.0, seed: Seed = 0) -> np.ndarray:

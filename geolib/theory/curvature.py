@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 from scipy.optimize import brentq, minimize_scalar
 
-from geolib.theory import validate as check
-from geolib.theory.validate import Seed
+from geolib.measure import validate as check
+from geolib.measure.validate import Seed
 
 
 @dataclass(frozen=True)

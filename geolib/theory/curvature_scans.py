@@ -10,8 +10,9 @@ from typing import Any
 
 import numpy as np
 
+from geolib.measure import validate as check
 from geolib.measure.stats import SlopeFit, fit_loglog
-from geolib.theory import validate as check
+from geolib.measure.validate import Seed
 from geolib.theory.collapse import sample_mean_dispersion
 from geolib.theory.curvature import (
     RadialDensity,
@@ -31,7 +32,6 @@ from geolib.theory.curvature import (
     select_ball,
     subspace_variance_ratio,
 )
-from geolib.theory.validate import Seed
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from geolib.theory import validate as check
+from geolib.measure import validate as check
+from geolib.measure.validate import Seed
 from geolib.theory.curvature import RadialDensity, chord_arc
-from geolib.theory.validate import Seed
 
 if TYPE_CHECKING:
     import torch

@@ -8,11 +8,10 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 
 from geolib.experiments import frequency_collapse as fc
 from tests.models.test_checkpoints import V, make_tokenizer
-from tests.tiny import train_tiny
+from tests.tiny import run_quietly, train_tiny
 
 
 def test_held_out_windows(tmp_path):
@@ -96,8 +95,7 @@ def test_stage_on_tiny_runs(tiny_runs, tmp_path):
         "ci_level": 0.9,
         "out_dir": str(tmp_path / "out"),
     }
-    torch.manual_seed(0)
-    summary = fc.run_stage(p, log=lambda *_: None)
+    summary = run_quietly(fc, p)
     out = tmp_path / "out"
     states = pd.read_csv(out / "states.csv")
     assert (states["occurrences"] >= 5).all() and (states["train_count"] >= 1).all()

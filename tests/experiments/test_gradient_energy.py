@@ -8,10 +8,10 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 
 from geolib.experiments import gradient_energy as ge
 from tests.models.test_checkpoints import V, make_tokenizer
+from tests.tiny import probe_section, run_quietly
 
 
 def test_split_windows_disjoint_and_deterministic():
@@ -92,29 +92,19 @@ def test_pooled_statistics_on_known_ratios():
 
 def test_stage_on_decoder_and_encoder_runs(decoder_and_encoder_runs, tmp_path):
     root = decoder_and_encoder_runs
-    p = {
-        "seed": 0,
-        "runs": [str(root / "pythia"), str(root / "bert")],
-        "revisions": None,
-        "tokens": str(root / "val.npy"),
-        "unigram_tokens": str(root / "train.npy"),
-        "seq_len": 16,
-        "n_source": 12,
-        "n_eval": 10,
-        "batch_size": 4,
-        "mask_prob": None,  # the runs' own: 0.3
-        "ranks": [1, 2],
-        "n_controls": 5,
-        "frozen_sources": [2],
-        "n_boot": 50,
-        "ci_level": 0.9,
-        "out_dir": str(tmp_path / "out"),
-        "key_rank": 2,
-        "early_max": 4,
-        "a7_source": 2,
-    }
-    torch.manual_seed(0)
-    summary = ge.run_stage(p, log=lambda *_: None)
+    p = probe_section(
+        root,
+        tmp_path / "out",
+        unigram_tokens=str(root / "train.npy"),
+        n_source=12,
+        frozen_sources=[2],
+        n_boot=50,
+        ci_level=0.9,
+        key_rank=2,
+        early_max=4,
+        a7_source=2,
+    )
+    summary = run_quietly(ge, p)
     table = pd.read_csv(tmp_path / "out" / "r_energy.csv")
     steps = [0, 1, 2, 4, 8]
     # every run x step x layer (embed + 2 blocks) x k, refit; plus frozen step-2 after step 2

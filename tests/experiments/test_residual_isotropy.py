@@ -8,10 +8,10 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 
 from geolib.experiments import residual_isotropy as ri
 from geolib.experiments.residual_isotropy import Replicates
+from tests.tiny import probe_section, run_quietly
 
 
 def test_gaussian_samples_have_the_given_covariance():
@@ -41,30 +41,20 @@ def test_pooled_fraction_is_the_median_over_units_with_a_joint_interval():
 
 def test_stage_on_decoder_and_encoder_runs(decoder_and_encoder_runs, tmp_path):
     root = decoder_and_encoder_runs
-    p = {
-        "seed": 0,
-        "runs": [str(root / "pythia"), str(root / "bert")],
-        "revisions": None,
-        "tokens": str(root / "val.npy"),
-        "seq_len": 16,
-        "n_source": 10,
-        "n_eval": 10,
-        "n_reference": 20,
-        "batch_size": 4,
-        "mask_prob": None,
-        "ranks": [1, 2],
-        "n_controls": 5,
-        "frozen_sources": [0, 2],
-        "zeta": 0.2,
-        "zetas": [0.0, 0.5],
-        "n_boot": 30,
-        "ci_level": 0.9,
-        "key_rank": 2,
-        "a5_source": 2,
-        "out_dir": str(tmp_path / "out"),
-    }
-    torch.manual_seed(0)
-    summary = ri.run_stage(p, log=lambda *_: None)
+    p = probe_section(
+        root,
+        tmp_path / "out",
+        n_source=10,
+        n_reference=20,
+        frozen_sources=[0, 2],
+        zeta=0.2,
+        zetas=[0.0, 0.5],
+        n_boot=30,
+        ci_level=0.9,
+        key_rank=2,
+        a5_source=2,
+    )
+    summary = run_quietly(ri, p)
     t = pd.read_csv(tmp_path / "out" / "residual_isotropy.csv")
     steps = [0, 1, 2, 4, 8]
     # run x step x layer (3) x k (2) x zeta (3) x source: refit everywhere, step-0 after 0,

@@ -1,4 +1,4 @@
-"""Argument checks and seeds shared by the theory modules.
+"""Argument checks and seeds shared by the measure, theory and report modules.
 
 Bad parameters raise ``ValueError`` naming the parameter. Every random draw comes from a
 ``seed`` argument: an int, a ``numpy.random.SeedSequence`` or a ``numpy.random.Generator``.
