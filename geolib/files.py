@@ -47,12 +47,6 @@ def write_json(path: str | Path, obj: Any, **dumps: Any) -> Path:
     return write_text_atomic(path, json.dumps(obj, **dumps) + "\n")
 
 
-def write_summary(folder: str | Path, summary: dict[str, Any]) -> dict[str, Any]:
-    """A stage's ``summary.json`` in ``folder`` (sorted keys, atomically); returns ``summary``."""
-    write_json(Path(folder) / "summary.json", summary, indent=1, sort_keys=True)
-    return summary
-
-
 def write_csv(path: str | Path, frame: Any, **to_csv: Any) -> Path:
     """A pandas DataFrame through ``frame.to_csv(tmp, **to_csv)``, atomically."""
     return _atomic(path, lambda tmp: frame.to_csv(tmp, **to_csv))

@@ -12,7 +12,6 @@ from geolib.files import (
     write_csv,
     write_json,
     write_npz,
-    write_summary,
     write_table,
     write_text_atomic,
 )
@@ -34,10 +33,6 @@ def test_writers_produce_what_the_plain_calls_would(tmp_path):
     write_npz(tmp_path / "w.npz", x=np.arange(3))
     assert np.load(tmp_path / "w.npz")["x"].tolist() == [0, 1, 2]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ref.csv", "s.json", "t.csv", "w.npz"]
-    summary = {"z": 1.5, "a": 2}
-    assert write_summary(tmp_path, summary) is summary
-    assert json.loads((tmp_path / "summary.json").read_text()) == summary
-    assert (tmp_path / "summary.json").read_text().startswith('{\n "a": 2')
 
 
 def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):

@@ -34,7 +34,7 @@ import torch
 import torch.nn.functional as F
 
 from geolib.data.windows import fixed_windows, sample_windows
-from geolib.files import write_npz, write_summary, write_table
+from geolib.files import write_json, write_npz, write_table
 from geolib.measure.evaluate import window_losses
 from geolib.measure.prediction import (
     PER_MODEL_PREDICTORS,
@@ -172,7 +172,8 @@ def run_stage(p: dict[str, Any], sweep: dict[str, Any], models_table: str, log=p
         "median_gain": float(table["gain"].median()),
         "forgetting_excludes_zero": int((table[f"{OUTCOME}_ci_low"] > 0).sum()),
     }
-    return write_summary(out, summary)
+    write_json(out / "summary.json", summary, indent=1, sort_keys=True)
+    return summary
 
 
 def main(argv: list[str] | None = None) -> int:

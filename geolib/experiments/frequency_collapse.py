@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from geolib.files import write_summary, write_table
+from geolib.files import write_json, write_table
 from geolib.measure.frequency import (
     TypeStates,
     frequency_bins,
@@ -214,7 +214,8 @@ def run_stage(p: dict[str, Any], log=print) -> dict[str, Any]:
         write_table(out / f"{name}.csv", pd.DataFrame(rows))
     summary = summarise(tables["fits"])
     summary["n_state_tokens"] = int(windows.size)
-    return write_summary(out, summary)
+    write_json(out / "summary.json", summary, indent=1, sort_keys=True)
+    return summary
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -40,7 +40,7 @@ import numpy as np
 import torch
 
 from geolib.data.windows import model_batch, split_windows
-from geolib.files import write_csv, write_summary, write_table
+from geolib.files import write_csv, write_json, write_table
 from geolib.measure.metrics import StreamingCovariance
 from geolib.measure.probes import (
     REFIT,
@@ -429,7 +429,8 @@ def run_stage(p: dict[str, Any], log=print) -> dict[str, Any]:
     checkpoints = pd.DataFrame([row for r in results for row in r.checkpoints])
     write_csv(out / "checkpoints.csv", checkpoints, index=False)
     summary = summarise(results, p)
-    return write_summary(out, summary)
+    write_json(out / "summary.json", summary, indent=1, sort_keys=True)
+    return summary
 
 
 def run_pretrained_stage(p: dict[str, Any], log=print) -> list[dict[str, Any]]:

@@ -35,7 +35,7 @@ import pandas as pd
 import torch
 
 from geolib.data.windows import fixed_windows
-from geolib.files import write_npz, write_summary, write_table
+from geolib.files import write_json, write_npz, write_table
 from geolib.measure.evaluate import window_losses
 from geolib.measure.prediction import (
     PER_MODEL_PREDICTORS,
@@ -224,7 +224,8 @@ def run_stage(p: dict[str, Any], sweep: dict[str, Any], models_table: str, log=p
         "gptq_error_ratio_median": float((gptq["error"] / gptq["rtn_error"]).median()),
         "gptq_worse_than_rtn_layers": int((gptq["error"] > gptq["rtn_error"]).sum()),
     }
-    return write_summary(out, summary)
+    write_json(out / "summary.json", summary, indent=1, sort_keys=True)
+    return summary
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -41,7 +41,7 @@ import numpy as np
 import torch
 
 from geolib.data.windows import model_batch, split_windows
-from geolib.files import write_summary, write_table
+from geolib.files import write_json, write_table
 from geolib.measure.metrics import StreamingCovariance
 from geolib.measure.probes import (
     REFIT,
@@ -386,7 +386,8 @@ def run_stage(p: dict[str, Any], log=print) -> dict[str, Any]:
     rows = pd.DataFrame([row for r in results for row in r.rows])
     write_table(out / "residual_isotropy.csv", rows)
     summary = summarise(results, p)
-    return write_summary(out, summary)
+    write_json(out / "summary.json", summary, indent=1, sort_keys=True)
+    return summary
 
 
 def main(argv: list[str] | None = None) -> int:
