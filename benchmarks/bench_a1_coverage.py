@@ -74,14 +74,14 @@ def main() -> None:
             "corpora": k.n,
             "coverage": k.fraction,
             "clopper_pearson": [k.low, k.high],
-            "bias": [c.bias.mean, c.bias.low, c.bias.high],
+            "bias": [c.bias.value, c.bias.low, c.bias.high],
             "slope_sd_over_rms_stderr": float(
                 np.std(c.slopes, ddof=1) / np.sqrt(np.mean(c.stderrs**2))
             ),
-            "z2": [c.z2.mean, c.z2.low, c.z2.high],
-            "lag1": [c.lag1.mean, c.lag1.low, c.lag1.high],
+            "z2": [c.z2.value, c.z2.low, c.z2.high],
+            "lag1": [c.lag1.value, c.lag1.low, c.lag1.high],
             "lag1_ols_expected": -2.0 / float(c.n_types.mean() - 2),
-            "het": [c.het.mean, c.het.low, c.het.high],
+            "het": [c.het.value, c.het.low, c.het.high],
             "misses_below_above": [
                 int(np.sum(c.slopes[~c.covered] < c.target)),
                 int(np.sum(c.slopes[~c.covered] > c.target)),

@@ -40,7 +40,7 @@ from geolib.measure.frequency import (
     type_counts,
 )
 from geolib.measure.probes import layer_names, residual_states
-from geolib.measure.stats import Association
+from geolib.measure.stats import Interval
 from geolib.models.checkpoints import load
 from geolib.models.runs import available_steps, read_run_info
 from geolib.stage import stage
@@ -89,8 +89,8 @@ def _fit_row(run, optimizer, measure, layer, assoc, n_types) -> dict[str, Any]:
         "measure": measure,
         "layer": layer,
         "estimate": assoc.value,
-        "low": assoc.ci_low,
-        "high": assoc.ci_high,
+        "low": assoc.low,
+        "high": assoc.high,
         "n_types": n_types,
     }
 
@@ -166,7 +166,7 @@ def analyse_run(run: str, p: dict[str, Any], train_counts: np.ndarray, windows, 
     if np.unique(settle).size > 1:
         a = settle_spearman(freq[seen], settle.astype(float), n_boot=n_boot, level=level, seed=seed)
     else:  # every row settles at the same checkpoint: no correlation to estimate
-        a = Association(np.nan, np.nan, np.nan, level, int(seen.size), 0)
+        a = Interval(np.nan, np.nan, np.nan, level, int(seen.size), "undefined")
     fits.append(_fit_row(run, optimizer, "settle", "embed", a, seen.size))
     bins += _bins_rows(run, "settle", "embed", freq[seen], settle.astype(float), n_bins)
     log(

@@ -38,7 +38,7 @@ from geolib.files import write_csv, write_table
 from geolib.measure.geometry import GEOMETRY, ID_LOSS, flatten_measures
 from geolib.measure.prediction import prediction, r2_gaps
 from geolib.measure.stats import (
-    bootstrap_association,
+    interval,
     mean_ci,
     spearman,
     t_quantile,
@@ -108,7 +108,7 @@ def effect(
         "low": low,
         "high": high,
         "quantity": quantity,
-        "effect_sd": est.mean,
+        "effect_sd": est.value,
         "ci_low": est.low,
         "ci_high": est.high,
         "n_pairs": est.n,
@@ -200,12 +200,12 @@ def metric_agreement(
         return float(np.median([abs(spearman(cols[i], cols[j])) for i, j in pairs]))
 
     cols = [table[m].to_numpy(float) for m in metrics]
-    a = bootstrap_association(median_abs_rho, *cols, n_boot=n_boot, level=level, seed=seed)
+    a = interval(median_abs_rho, *cols, n_boot=n_boot, level=level, seed=seed)
     return {
         "statistic": "median |spearman| of W metrics",
         "value": a.value,
-        "ci_low": a.ci_low,
-        "ci_high": a.ci_high,
+        "ci_low": a.low,
+        "ci_high": a.high,
         "n_metrics": len(metrics),
     }
 
@@ -225,12 +225,12 @@ def cv_ratio(
         return (a.std(ddof=1) / abs(a.mean())) / (b.std(ddof=1) / abs(b.mean()))
 
     cols = (table[c].to_numpy(float) for c in (numerator, denominator))
-    a = bootstrap_association(ratio, *cols, n_boot=n_boot, level=level, seed=seed)
+    a = interval(ratio, *cols, n_boot=n_boot, level=level, seed=seed)
     return {
         "statistic": f"CV({numerator}) / CV({denominator})",
         "value": a.value,
-        "ci_low": a.ci_low,
-        "ci_high": a.ci_high,
+        "ci_low": a.low,
+        "ci_high": a.high,
         "n_metrics": 2,
     }
 

@@ -56,7 +56,7 @@ from geolib.measure.probes import (
     states_and_gradients,
     top_subspaces,
 )
-from geolib.measure.stats import bootstrap_weights
+from geolib.measure.stats import Interval, bootstrap_weights, percentile_interval
 from geolib.models.checkpoints import checkpoints_of, load, step_number, training_mask_prob
 from geolib.stage import stage
 
@@ -258,37 +258,28 @@ def unit_ratios(energies: list[np.ndarray], weights: np.ndarray | None = None) -
     return tot[:, :, 0] / tot[:, :, 1:].mean(axis=2)
 
 
-@dataclass(frozen=True)
-class Pooled:
-    """A pooled statistic with its percentile bootstrap interval over evaluation sequences."""
-
-    value: float
-    low: float
-    high: float
-    n_units: int
-
-    def as_dict(self) -> dict[str, float]:
-        return {"value": self.value, "low": self.low, "high": self.high, "n_units": self.n_units}
+def _pooled_row(iv: Interval) -> dict[str, float]:
+    """A pooled key number as the summary stores it."""
+    return {"value": iv.value, "low": iv.low, "high": iv.high, "n_units": iv.n}
 
 
-def pooled_median(energies: list[np.ndarray], weights: np.ndarray, level: float) -> Pooled:
-    """Median R_energy over units, with the interval from resampling sequences jointly."""
+def pooled_median(energies: list[np.ndarray], weights: np.ndarray, level: float) -> Interval:
+    """Median R_energy over units, with the percentile interval from resampling evaluation
+    sequences jointly (``n`` is the number of units)."""
     point = float(np.median(unit_ratios(energies)[0]))
     boot = np.median(unit_ratios(energies, weights), axis=1)
-    low, high = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
-    return Pooled(point, float(low), float(high), len(energies))
+    return percentile_interval(boot, point, level, len(energies), "unit")
 
 
 def pooled_median_ratio(
     numer: list[np.ndarray], denom: list[np.ndarray], weights: np.ndarray, level: float
-) -> Pooled:
+) -> Interval:
     """Median R_energy of one group of units over the median of another (same sequences)."""
     point = float(np.median(unit_ratios(numer)[0]) / np.median(unit_ratios(denom)[0]))
     boot = np.median(unit_ratios(numer, weights), axis=1) / np.median(
         unit_ratios(denom, weights), axis=1
     )
-    low, high = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
-    return Pooled(point, float(low), float(high), len(numer) + len(denom))
+    return percentile_interval(boot, point, level, len(numer) + len(denom), "unit")
 
 
 def subspace_overlap(u: np.ndarray, v: np.ndarray) -> float:
@@ -324,7 +315,7 @@ def summarise(results: list[RunResult], p: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"key_rank": k, "early_max": early_max, "a7_source": a7}
     if decoders:
         early = units(decoders, lambda s: 1 <= s <= early_max)
-        out["a4"] = pooled_median(early, w, level).as_dict()
+        out["a4"] = _pooled_row(pooled_median(early, w, level))
     if decoders and encoders:
         common = set.intersection(*({s for (s, *_rest) in r.energies} for r in results))
         out["a6"] = pooled_median_ratio(
@@ -332,7 +323,8 @@ def summarise(results: list[RunResult], p: dict[str, Any]) -> dict[str, Any]:
             units(encoders, lambda s: s >= 1 and s in common),
             w,
             level,
-        ).as_dict()
+        )
+        out["a6"] = _pooled_row(out["a6"])
     a7_units = []
     for r in decoders:
         final = max(s for (s, *_rest) in r.energies)

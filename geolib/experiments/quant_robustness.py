@@ -130,8 +130,8 @@ def quantize_point(
                         "loss_before": float(base[split].mean()),
                         "loss_after": float(after[split].mean()),
                         "increase": c.value,
-                        "ci_low": c.ci_low,
-                        "ci_high": c.ci_high,
+                        "ci_low": c.low,
+                        "ci_high": c.high,
                         "quantize_seconds": t_quant,
                         "eval_seconds": t_eval,
                     }

@@ -60,7 +60,7 @@ from geolib.measure.residual import (
     top_removal_isoscore_near,
     top_removal_isoscores,
 )
-from geolib.measure.stats import bootstrap_weights
+from geolib.measure.stats import bootstrap_weights, percentile_interval
 from geolib.models.checkpoints import checkpoints_of, load, step_number, training_mask_prob
 from geolib.stage import stage
 
@@ -299,14 +299,12 @@ def pooled_fraction(units: list[Replicates], point: list[float], level: float) -
     if not units:
         raise ValueError("no units to pool")
     boot = _nan_median(np.stack([u.fraction() for u in units]), axis=0)
-    boot = boot[np.isfinite(boot)]
-    q = [(1 - level) / 2, (1 + level) / 2]
-    low, high = np.quantile(boot, q) if boot.size else (np.nan, np.nan)
     pts = np.asarray(point, dtype=np.float64)
+    iv = percentile_interval(boot, float(_nan_median(pts)), level, len(units))
     return {
-        "value": float(_nan_median(pts)),
-        "low": float(low),
-        "high": float(high),
+        "value": iv.value,
+        "low": iv.low,
+        "high": iv.high,
         "n_units": len(units),
         "n_undefined": int(np.isnan(pts).sum()),
     }

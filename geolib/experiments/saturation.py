@@ -49,7 +49,7 @@ from geolib.files import write_json, write_npz, write_table
 from geolib.measure.evaluate import window_losses
 from geolib.measure.metrics import effective_rank
 from geolib.measure.probes import final_states, unembedding
-from geolib.measure.stats import Association, bootstrap_association
+from geolib.measure.stats import Interval, interval
 from geolib.models import runs
 from geolib.models.checkpoints import load
 from geolib.models.grid import Run, check_names_listed, saturation_run
@@ -170,7 +170,7 @@ def late_degradation(
     n_boot: int,
     level: float,
     seed: int,
-) -> tuple[int, Association]:
+) -> tuple[int, Interval]:
     """``(best late step, final − best loss)``: the best checkpoint at or after
     ``from_fraction`` of training, chosen by the mean loss of the ``select`` windows
     ``(n_ckpt, n_select)``; the difference measured on the ``evaluate`` windows
@@ -185,7 +185,7 @@ def late_degradation(
     late = np.flatnonzero(s >= from_fraction * s[-1])
     best = late[np.argmin(select[late].mean(axis=1))]
     diff = (
-        bootstrap_association(
+        interval(
             lambda b, f: float(np.mean(f - b)),
             evaluate[best],
             evaluate[-1],
@@ -194,7 +194,7 @@ def late_degradation(
             seed=seed,
         )
         if best != s.size - 1
-        else Association(0.0, 0.0, 0.0, level, evaluate.shape[1], 0)
+        else Interval(0.0, 0.0, 0.0, level, evaluate.shape[1], "none", "window")
     )
     return int(s[best]), diff
 
@@ -245,8 +245,8 @@ def tables(params_path: str | Path) -> dict[str, Any]:
                 "best_step": best,
                 "final_step": int(steps[-1]),
                 "degradation": deg.value,
-                "degradation_ci_low": deg.ci_low,
-                "degradation_ci_high": deg.ci_high,
+                "degradation_ci_low": deg.low,
+                "degradation_ci_high": deg.high,
                 "rank_drop": rank_drop(steps, erank, best),
                 "erank_w_best": float(erank[list(steps).index(best)]),
                 "erank_w_final": float(erank[-1]),

@@ -47,7 +47,7 @@ from geolib.files import write_json, write_npz
 from geolib.measure.evaluate import window_losses
 from geolib.measure.geometry import geometry, unused_rows
 from geolib.measure.probes import final_states, unembedding
-from geolib.measure.stats import bootstrap_association
+from geolib.measure.stats import interval
 from geolib.models import runs
 from geolib.models.checkpoints import load
 from geolib.models.grid import (
@@ -98,10 +98,10 @@ def measure_run(
     for name, path in splits.items():
         windows = fixed_windows(load_tokens(path, vocab), spec["n_eval_seqs"], cfg.seq_len + 1)
         per_window[name] = window_losses(model, windows)
-        est = bootstrap_association(
+        est = interval(
             np.mean, per_window[name], n_boot=spec["n_boot"], level=spec["ci_level"], seed=seed
         )
-        losses[name] = {"mean": est.value, "ci_low": est.ci_low, "ci_high": est.ci_high}
+        losses[name] = {"mean": est.value, "ci_low": est.low, "ci_high": est.high}
     out["loss"] = losses
     return out, per_window
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from geolib.measure.stats import Association, bootstrap_association, fit_loglog, spearman
+from geolib.measure.stats import Interval, fit_loglog, interval, spearman
 
 __all__ = [
     "TypeStates",
@@ -155,20 +155,20 @@ def row_jitter(rows: np.ndarray) -> np.ndarray:
 
 def loglog_slope(
     freq: np.ndarray, values: np.ndarray, *, n_boot: int, level: float, seed: int
-) -> Association:
+) -> Interval:
     """OLS slope of log ``values`` on log ``freq`` over types, with a percentile interval from
     resampling types (the scatter is not homoscedastic, so no OLS interval). Types with a
     non-positive or non-finite value or frequency are an error: select them first."""
-    return bootstrap_association(
+    return interval(
         lambda x, y: fit_loglog(x, y).slope, freq, values, n_boot=n_boot, level=level, seed=seed
     )
 
 
 def settle_spearman(
     freq: np.ndarray, settle: np.ndarray, *, n_boot: int, level: float, seed: int
-) -> Association:
+) -> Interval:
     """Spearman correlation of settle step with frequency over types, interval over types."""
-    return bootstrap_association(spearman, freq, settle, n_boot=n_boot, level=level, seed=seed)
+    return interval(spearman, freq, settle, n_boot=n_boot, level=level, seed=seed)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from geolib.measure.geometry import ID_LOSS
-from geolib.measure.stats import bootstrap_association, partial_spearman, r_squared, spearman
+from geolib.measure.stats import interval, partial_spearman, r_squared, spearman
 
 #: what B8 compares as predictors of an outcome across models: ID loss, the effective ranks of
 #: W and of H
@@ -51,8 +51,8 @@ def prediction(
         if control not in (predictor, outcome):  # given itself, nothing is left to correlate
             stats_["partial_spearman"] = (partial_spearman, (x, y, z))
         for name, (fn, args) in stats_.items():
-            a = bootstrap_association(fn, *args, n_boot=n_boot, level=level, seed=seed)
-            row.update({name: a.value, f"{name}_ci_low": a.ci_low, f"{name}_ci_high": a.ci_high})
+            a = interval(fn, *args, n_boot=n_boot, level=level, seed=seed)
+            row.update({name: a.value, f"{name}_ci_low": a.low, f"{name}_ci_high": a.high})
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -73,14 +73,14 @@ def r2_gap(
         return r_squared(b, y) - r_squared(w, y)
 
     cols = (table[c].to_numpy(float) for c in (better, worse, outcome))
-    a = bootstrap_association(gap, *cols, n_boot=n_boot, level=level, seed=seed)
+    a = interval(gap, *cols, n_boot=n_boot, level=level, seed=seed)
     return {
         "outcome": outcome,
         "better": better,
         "worse": worse,
         "r2_gap": a.value,
-        "ci_low": a.ci_low,
-        "ci_high": a.ci_high,
+        "ci_low": a.low,
+        "ci_high": a.high,
     }
 
 

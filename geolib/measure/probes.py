@@ -33,6 +33,7 @@ from torch import nn
 from transformers import PreTrainedModel
 
 from geolib.measure.evaluate import IGNORE_INDEX, loss_sum
+from geolib.measure.stats import percentile_interval
 
 #: the source label of a tangent subspace T fitted at the checkpoint being measured (as opposed
 #: to one fitted at an earlier step and kept)
@@ -367,11 +368,10 @@ def r_energy(
     n = e.shape[0]
     weights = np.stack([np.bincount(rng.integers(0, n, n), minlength=n) for _ in range(n_boot)])
     boot = weights @ e  # (n_boot, 1 + controls)
-    ratios = boot[:, 0] / boot[:, 1:].mean(axis=1)
-    low, high = np.quantile(ratios, [(1 - level) / 2, (1 + level) / 2])
+    iv = percentile_interval(boot[:, 0] / boot[:, 1:].mean(axis=1), ratio, level, n, "sequence")
     n_ctrl = e.shape[1] - 1
     p = (1 + int(np.sum(totals[1:] >= totals[0]))) / (1 + n_ctrl)
-    return REnergy(ratio, float(low), float(high), level, p, n, n_ctrl)
+    return REnergy(ratio, iv.low, iv.high, level, p, n, n_ctrl)
 
 
 def ceiling_ratios(second_moment: np.ndarray, ranks: list[int]) -> dict[int, float]:

@@ -1,16 +1,19 @@
 """Statistics shared by the chapters: every reported number carries its uncertainty.
 
-Each statistic lives here once: the Student-t quantile (:func:`t_quantile`), the mean with its
-interval (:func:`mean_ci`), the log–log slope with its interval (:func:`fit_loglog`), the
-interval of a proportion (:func:`proportion_ci`, for coverage checks), Zipf's slope of a
-corpus with its document bootstrap (:func:`zipf_fit`, :func:`zipf_bootstrap`), and associations
-over models with a bootstrap over models (:func:`spearman`, :func:`r_squared`,
-:func:`partial_spearman`, :func:`bootstrap_association`).
+Each statistic lives here once. Intervals: one type, :class:`Interval`, and one function,
+:func:`interval` (Student-t on a mean of few units, BCa bootstrap otherwise; it always contains
+its estimate), with :func:`mean_ci` (the t interval) and :func:`percentile_interval` (for joint
+resampling schemes built from :func:`bootstrap_weights`) beneath it. Also the Student-t quantile
+(:func:`t_quantile`), the log–log slope with its interval (:func:`fit_loglog`), the interval of
+a proportion (:func:`proportion_ci`, for coverage checks), Zipf's slope of a corpus with its
+document bootstrap (:func:`zipf_fit`, :func:`zipf_bootstrap`), and associations over models
+(:func:`spearman`, :func:`r_squared`, :func:`partial_spearman`).
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,22 +36,53 @@ def t_quantile(level: float, dof: int) -> float:
     return float(stats.t.ppf(0.5 + level / 2.0, int(dof)))
 
 
-@dataclass(frozen=True)
-class Estimate:
-    """A mean with a two-sided confidence interval ``[low, high]`` at level ``level``."""
+#: Below this many units an interval of a mean is Student-t's, not a bootstrap's: a bootstrap of
+#: a handful of seeds understates the spread (it never sees a value outside the sample).
+SMALL_N = 20
 
-    mean: float
+
+@dataclass(frozen=True)
+class Interval:
+    """A number with its two-sided interval at ``level``: the one interval type of the book.
+
+    ``n`` units (seeds, models, windows: ``unit``) were resampled or averaged; ``method`` says
+    how: ``"t"`` (Student-t on a mean), ``"bca"`` (bias-corrected and accelerated bootstrap,
+    ``scipy.stats.bootstrap``), ``"percentile"`` (bootstrap where BCa is undefined). An interval
+    always contains its estimate: a bootstrap interval that excludes it (it happens for skewed
+    statistics such as R²) is stretched to it, and ``method`` ends in ``"+widened"``.
+    """
+
+    value: float
     low: float
     high: float
     level: float
     n: int
+    method: str = "t"
+    unit: str = "unit"
+    n_boot: int = 0
+
+    def __post_init__(self) -> None:
+        if all(math.isfinite(v) for v in (self.value, self.low, self.high)) and not (
+            self.low <= self.value <= self.high
+        ):
+            raise ValueError(
+                f"an interval must contain its estimate: {self.low} <= {self.value} <= {self.high}"
+            )
 
     @property
     def half_width(self) -> float:
         return (self.high - self.low) / 2
 
+    def label(self, digits: int = 3) -> str:
+        """E.g. ``"0.61 [0.38, 0.76] (95%, bca over 32 models)"``."""
+        f = f"{{:.{digits}g}}"
+        return (
+            f"{f.format(self.value)} [{f.format(self.low)}, {f.format(self.high)}] "
+            f"({100 * self.level:g}%, {self.method} over {self.n} {self.unit}s)"
+        )
 
-def mean_ci(values: np.ndarray | list[float], level: float = 0.95) -> Estimate:
+
+def mean_ci(values: np.ndarray | list[float], level: float = 0.95, unit: str = "unit") -> Interval:
     """Mean of independent repeats with a Student-t confidence interval.
 
     Needs at least two finite values: one repeat has no spread to estimate.
@@ -63,7 +97,7 @@ def mean_ci(values: np.ndarray | list[float], level: float = 0.95) -> Estimate:
     level = _level(level)
     m = float(v.mean())
     h = t_quantile(level, v.size - 1) * float(v.std(ddof=1)) / math.sqrt(v.size)
-    return Estimate(m, m - h, m + h, level, int(v.size))
+    return Interval(m, m - h, m + h, level, int(v.size), "t", unit)
 
 
 @dataclass(frozen=True)
@@ -295,52 +329,92 @@ def partial_spearman(x: Any, y: Any, control: Any) -> float:
     return _pearson(residual(x), residual(y))
 
 
-@dataclass(frozen=True)
-class Association:
-    """A statistic over units (models) with a percentile-bootstrap interval over those units."""
-
-    value: float
-    ci_low: float
-    ci_high: float
-    level: float
-    n: int
-    n_boot: int
-
-    @property
-    def half_width(self) -> float:
-        return (self.ci_high - self.ci_low) / 2
-
-
-def bootstrap_association(
+def interval(
     statistic: Any,
     *arrays: Any,
     n_boot: int = 2000,
     level: float = 0.95,
     seed: int = 0,
-) -> Association:
-    """``statistic(*arrays)`` with a percentile interval from resampling units with replacement.
+    unit: str = "unit",
+) -> Interval:
+    """``statistic(*arrays)`` with its interval over the units (one value per unit in each array).
 
-    ``arrays`` are paired (one value per model each). Resamples whose statistic is undefined
-    (NaN: e.g. all resampled units tied) are dropped; if more than 5% are, that is an error,
-    since the interval would describe a selected subset.
+    The one interval function of the book. ``statistic=None`` means the mean of one array: with
+    fewer than :data:`SMALL_N` units that is Student-t's interval (:func:`mean_ci`). Otherwise a
+    BCa bootstrap resampling units with replacement (``scipy.stats.bootstrap``, paired
+    arrays); where BCa is undefined (its jackknife or bias term is not finite), the percentile
+    interval of the same draws. Resamples whose statistic is undefined (NaN: e.g. all resampled
+    units tied) are dropped; if more than 5% are, that is an error, since the interval would
+    describe a selected subset. The interval always contains the estimate (see
+    :class:`Interval`).
     """
     level = _level(level)
     if n_boot < 100:
         raise ValueError(f"n_boot must be >= 100 for a {level:.0%} interval, got {n_boot}")
-    data = _paired(*arrays)
+    if statistic is None:
+        if len(arrays) != 1:
+            raise ValueError("statistic=None (the mean) takes exactly one array")
+        data = _paired(arrays[0], min_n=2)
+        if data[0].size < SMALL_N:
+            return mean_ci(data[0], level, unit)
+        statistic = _mean
+    else:
+        data = _paired(*arrays)
     value = float(statistic(*data))
-    rng = np.random.default_rng(seed)
-    n = data[0].size
-    draws = np.empty(n_boot)
-    for b in range(n_boot):
-        idx = rng.integers(0, n, n)
+
+    def stat(*a: np.ndarray) -> float:
         with np.errstate(invalid="ignore", divide="ignore"):
-            draws[b] = statistic(*(a[idx] for a in data))
+            return float(statistic(*a))
+
+    with warnings.catch_warnings():  # degenerate draws: BCa undefined, handled below
+        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+        res = stats.bootstrap(
+            data,
+            stat,
+            n_resamples=n_boot,
+            paired=True,
+            vectorized=False,
+            confidence_level=level,
+            method="BCa",
+            rng=np.random.default_rng(seed),
+        )
+    draws = np.asarray(res.bootstrap_distribution, dtype=np.float64)
     ok = draws[np.isfinite(draws)]
     if ok.size < 0.95 * n_boot:
         raise ValueError(f"statistic undefined in {n_boot - ok.size} of {n_boot} resamples")
-    lo, hi = np.quantile(ok, [(1 - level) / 2, (1 + level) / 2])
-    return Association(value, float(lo), float(hi), level, n, int(ok.size))
+    lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    n = int(data[0].size)
+    if not (math.isfinite(lo) and math.isfinite(hi)) or ok.size < n_boot:
+        return percentile_interval(ok, value, level, n, unit)
+    method = "bca"
+    if math.isfinite(value) and not lo <= value <= hi:
+        lo, hi, method = min(lo, value), max(hi, value), method + "+widened"
+    return Interval(value, lo, hi, level, n, method, unit, int(ok.size))
+
+
+def _mean(x: np.ndarray) -> float:
+    return float(np.mean(x))
+
+
+def percentile_interval(
+    draws: Any, value: float, level: float, n: int, unit: str = "unit", method: str = "percentile"
+) -> Interval:
+    """The percentile interval of bootstrap ``draws`` of a statistic whose estimate is ``value``
+    (non-finite draws dropped), stretched to contain ``value`` where it does not.
+
+    For resampling schemes :func:`interval` does not cover (e.g. sequences resampled jointly
+    across units by shared weights, :func:`bootstrap_weights`). No finite draw: NaN bounds.
+    """
+    level = _level(level)
+    d = np.asarray(draws, dtype=np.float64).ravel()
+    d = d[np.isfinite(d)]
+    if d.size == 0:
+        return Interval(float(value), math.nan, math.nan, level, int(n), method, unit, 0)
+    lo, hi = (float(q) for q in np.quantile(d, [(1 - level) / 2, (1 + level) / 2]))
+    if math.isfinite(value) and not lo <= value <= hi:
+        lo, hi, method = min(lo, value), max(hi, value), method + "+widened"
+    return Interval(float(value), lo, hi, level, int(n), method, unit, int(d.size))
 
 
 def bootstrap_weights(n_sequences: int, n_boot: int, seed: int) -> np.ndarray:
@@ -356,9 +430,15 @@ def bootstrap_weights(n_sequences: int, n_boot: int, seed: int) -> np.ndarray:
 
 def paired_change(
     before: np.ndarray, after: np.ndarray, *, n_boot: int, level: float, seed: int
-) -> Association:
-    """Mean of ``after − before`` over windows, with a percentile interval from resampling the
-    windows (the same windows before and after: the pairing removes window difficulty)."""
-    return bootstrap_association(
-        lambda b, a: float(np.mean(a - b)), before, after, n_boot=n_boot, level=level, seed=seed
+) -> Interval:
+    """Mean of ``after − before`` over windows, with its bootstrap interval over the windows (the
+    same windows before and after: the pairing removes window difficulty)."""
+    return interval(
+        lambda b, a: float(np.mean(a - b)),
+        before,
+        after,
+        n_boot=n_boot,
+        level=level,
+        seed=seed,
+        unit="window",
     )

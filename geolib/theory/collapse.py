@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from geolib.measure import validate as check
-from geolib.measure.stats import Estimate, Proportion, SlopeFit, fit_loglog, mean_ci, proportion_ci
+from geolib.measure.stats import Interval, Proportion, SlopeFit, fit_loglog, mean_ci, proportion_ci
 from geolib.measure.validate import Seed
 
 
@@ -193,7 +193,7 @@ class VarianceCollapse:
     n_min: int | None
     tail: np.ndarray
     floor: float | None
-    plateau: Estimate | None
+    plateau: Interval | None
     fit_tail: SlopeFit | None
     fit_tail_theory: SlopeFit | None
 
@@ -322,10 +322,10 @@ class SlopeCoverage:
     stderrs: np.ndarray
     covered: np.ndarray
     coverage: Proportion
-    bias: Estimate
-    z2: Estimate
-    lag1: Estimate
-    het: Estimate
+    bias: Interval
+    z2: Interval
+    lag1: Interval
+    het: Interval
 
 
 def _lag1(r: np.ndarray) -> float:

@@ -27,7 +27,7 @@ def test_paired_change_removes_window_difficulty():
     after = difficulty + 0.1 + rng.normal(0, 0.01, 200)  # ... but every one rises by 0.1
     c = fg.paired_change(before, after, n_boot=300, level=0.95, seed=0)
     assert c.value == pytest.approx(0.1, abs=0.005)
-    assert c.ci_low > 0.09 and c.ci_high < 0.11  # an unpaired interval would be ~±0.4
+    assert c.low > 0.09 and c.high < 0.11  # an unpaired interval would be ~±0.4
 
 
 @pytest.fixture(scope="module")

@@ -80,7 +80,7 @@ def test_pooled_statistics_on_known_ratios():
     w = ge.bootstrap_weights(n, 400, seed=2)
     np.testing.assert_array_equal(w.sum(axis=1), n)
     med = ge.pooled_median(group, w, 0.95)
-    assert med.low < 10.0 < med.high and med.n_units == 3
+    assert med.low < 10.0 < med.high and med.n == 3
     ratio = ge.pooled_median_ratio(group, [unit(r) for r in (1.0, 2.0, 4.0)], w, 0.95)
     assert ratio.low < 5.0 < ratio.high
     np.testing.assert_allclose(

@@ -27,12 +27,12 @@ def test_late_degradation_finds_a_late_rise_and_no_rise():
     best, d = sat.late_degradation(
         steps, sel, ev, from_fraction=0.5, n_boot=300, level=0.95, seed=0
     )
-    assert best == 600 and d.value == pytest.approx(0.1, abs=0.01) and d.ci_low > 0.08
+    assert best == 600 and d.value == pytest.approx(0.1, abs=0.01) and d.low > 0.08
     steps, sel, ev = _curves(rise=0.0)
     best, d = sat.late_degradation(
         steps, sel, ev, from_fraction=0.5, n_boot=300, level=0.95, seed=0
     )
-    assert d.ci_low <= 0.0 <= d.ci_high or abs(d.value) < 0.01
+    assert d.low <= 0.0 <= d.high or abs(d.value) < 0.01
 
 
 def test_choosing_and_measuring_on_other_windows_avoids_the_winners_curse():
@@ -47,7 +47,7 @@ def test_choosing_and_measuring_on_other_windows_avoids_the_winners_curse():
         steps, sel, ev, from_fraction=0.5, n_boot=300, level=0.95, seed=0
     )
     assert same.value >= 0.0
-    assert other.ci_low <= 0.0 <= other.ci_high
+    assert other.low <= 0.0 <= other.high
 
 
 def test_rank_drop_and_bad_input():

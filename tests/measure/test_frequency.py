@@ -45,8 +45,8 @@ def test_zipf_sample_recovers_a_known_slope():
     counts = np.maximum(1, (1e5 / np.arange(1, n_types + 1) ** 1.1)).astype(int)
     values = 3.0 / counts * np.exp(rng.normal(0, 0.3, n_types))
     fit = fq.loglog_slope(counts, values, n_boot=300, level=0.95, seed=0)
-    assert fit.ci_low < -1.0 < fit.ci_high
-    assert fit.ci_high - fit.ci_low < 0.1
+    assert fit.low < -1.0 < fit.high
+    assert fit.high - fit.low < 0.1
     bins = fq.frequency_bins(counts.astype(float), values, 8)
     ok = bins.n > 0
     assert bins.n.sum() == n_types
@@ -60,7 +60,7 @@ def test_no_frequency_law_gives_an_interval_around_zero():
     counts = rng.integers(1, 10_000, 500)
     values = np.exp(rng.normal(0, 0.5, 500))
     fit = fq.loglog_slope(counts, values, n_boot=300, level=0.95, seed=0)
-    assert fit.ci_low < 0.0 < fit.ci_high
+    assert fit.low < 0.0 < fit.high
 
 
 def test_settle_steps_on_a_synthetic_trajectory():

@@ -12,7 +12,7 @@ def test_mean_ci_matches_scipy_interval():
     x = np.array([1.0, 2.0, 4.0, 7.0])
     est = mean_ci(x, level=0.9)
     low, high = stats.t.interval(0.9, len(x) - 1, loc=x.mean(), scale=stats.sem(x))
-    assert (est.mean, est.low, est.high) == pytest.approx((3.5, low, high))
+    assert (est.value, est.low, est.high) == pytest.approx((3.5, low, high))
     assert est.half_width == pytest.approx((high - low) / 2)
 
 
@@ -189,7 +189,7 @@ def test_partial_spearman_matches_the_closed_form_on_ranks():
 def test_a_noisy_copy_of_loss_adds_nothing_beyond_loss():
     """Geometry that is loss plus noise predicts OOD loss (which follows ID loss) marginally,
     but its partial correlation given ID loss is ≈ 0; a real extra signal is not ≈ 0."""
-    from geolib.measure.stats import bootstrap_association, partial_spearman, spearman
+    from geolib.measure.stats import interval, partial_spearman, spearman
 
     rng = np.random.default_rng(3)
     n = 400
@@ -197,18 +197,18 @@ def test_a_noisy_copy_of_loss_adds_nothing_beyond_loss():
     ood = loss + 0.3 * rng.normal(size=n)
     geometry = loss + 0.5 * rng.normal(size=n)
     assert spearman(geometry, ood) > 0.7
-    partial = bootstrap_association(partial_spearman, geometry, ood, loss, n_boot=300, seed=0)
-    assert partial.ci_low < 0 < partial.ci_high and partial.half_width < 0.15
+    partial = interval(partial_spearman, geometry, ood, loss, n_boot=300, seed=0)
+    assert partial.low < 0 < partial.high and partial.half_width < 0.15
     extra = rng.normal(size=n)
     ood2 = loss + extra
-    informative = bootstrap_association(
+    informative = interval(
         partial_spearman, extra + 0.2 * rng.normal(size=n), ood2, loss, n_boot=300, seed=0
     )
-    assert informative.ci_low > 0.5
+    assert informative.low > 0.5
 
 
 def test_bootstrap_interval_covers_a_known_correlation_at_about_its_level():
-    from geolib.measure.stats import bootstrap_association, spearman
+    from geolib.measure.stats import interval, spearman
 
     rho = 0.6  # Spearman's rho of a bivariate normal with Pearson correlation r
     r = 2 * np.sin(np.pi * rho / 6)
@@ -216,14 +216,14 @@ def test_bootstrap_interval_covers_a_known_correlation_at_about_its_level():
     hits = 0
     for seed in range(60):
         xy = np.random.default_rng(100 + seed).multivariate_normal([0, 0], cov, size=80)
-        a = bootstrap_association(spearman, xy[:, 0], xy[:, 1], n_boot=300, seed=seed)
-        assert a.ci_low <= a.value <= a.ci_high and a.n == 80 and a.n_boot == 300
-        hits += a.ci_low <= rho <= a.ci_high
+        a = interval(spearman, xy[:, 0], xy[:, 1], n_boot=300, seed=seed)
+        assert a.low <= a.value <= a.high and a.n == 80 and a.n_boot == 300
+        hits += a.low <= rho <= a.high
     assert 48 <= hits <= 60  # nominal 95% of 60 = 57; percentile intervals run a bit short
 
 
 def test_association_bad_input():
-    from geolib.measure.stats import bootstrap_association, partial_spearman, spearman
+    from geolib.measure.stats import interval, partial_spearman, spearman
 
     with pytest.raises(ValueError, match="differ in length"):
         spearman([1, 2, 3], [1, 2])
@@ -232,9 +232,9 @@ def test_association_bad_input():
     with pytest.raises(ValueError, match="NaN"):
         partial_spearman([1, 2, 3, np.nan], [1, 2, 3, 4], [1, 2, 3, 4])
     with pytest.raises(ValueError, match="n_boot"):
-        bootstrap_association(spearman, [1, 2, 3, 4], [1, 2, 3, 4], n_boot=10)
+        interval(spearman, [1, 2, 3, 4], [1, 2, 3, 4], n_boot=10)
     with pytest.raises(ValueError, match="undefined"):
-        bootstrap_association(spearman, [1, 1, 1, 2], [1, 2, 3, 4], n_boot=200, seed=0)
+        interval(spearman, [1, 1, 1, 2], [1, 2, 3, 4], n_boot=200, seed=0)
 
 
 def test_mean_ci_refuses_two_dimensional_input():
@@ -242,3 +242,52 @@ def test_mean_ci_refuses_two_dimensional_input():
 
     with pytest.raises(ValueError, match="one-dimensional"):
         mean_ci(np.ones((3, 2)))
+
+
+def test_interval_of_a_mean_is_students_t_for_few_units_and_bca_for_many():
+    from geolib.measure.stats import SMALL_N, interval, mean_ci
+
+    few = np.array([1.0, 2.0, 4.0, 7.0])
+    got = interval(None, few, unit="seed")
+    ref = mean_ci(few)
+    assert (got.method, got.unit, got.n) == ("t", "seed", 4)
+    assert (got.low, got.high) == pytest.approx((ref.low, ref.high))
+    many = np.random.default_rng(0).exponential(size=SMALL_N + 30)
+    got = interval(None, many, n_boot=999, seed=1)
+    ref = stats.bootstrap(
+        (many,), np.mean, n_resamples=999, method="BCa", rng=np.random.default_rng(1)
+    ).confidence_interval
+    assert got.method == "bca" and got.value == pytest.approx(many.mean())
+    assert (got.low, got.high) == pytest.approx((ref.low, ref.high), rel=1e-9)
+
+
+def test_interval_always_contains_its_estimate():
+    """R² of two exactly uncorrelated samples is 0 and every resample's R² is above it, so a
+    percentile interval [q2.5, q97.5] excludes the estimate; the interval function must still
+    contain it (and say so when it had to widen)."""
+    from geolib.measure.stats import Interval, interval, r_squared
+
+    rng = np.random.default_rng(5)
+    x, y = rng.normal(size=40), rng.normal(size=40)
+    xc = x - x.mean()
+    y = y - xc * (xc @ y) / (xc @ xc)  # sample correlation exactly 0
+    est = r_squared(x, y)
+    draws = []
+    for _ in range(2000):
+        i = rng.integers(0, 40, 40)
+        draws.append(r_squared(x[i], y[i]))
+    assert np.quantile(draws, 0.025) > est  # the percentile interval would exclude it
+    got = interval(r_squared, x, y, n_boot=2000, seed=0)
+    assert got.value == pytest.approx(est, abs=1e-12)
+    assert got.low <= got.value <= got.high and got.method.endswith("+widened")
+    with pytest.raises(ValueError, match="contain its estimate"):
+        Interval(1.0, 2.0, 3.0, 0.95, 5)
+
+
+def test_interval_falls_back_to_percentile_where_bca_is_undefined():
+    from geolib.measure.stats import interval
+
+    # a median of mostly tied values: the jackknife has no spread, BCa is undefined
+    x = np.array([0.0] * 30 + [1.0])
+    got = interval(np.median, x, n_boot=500, seed=0)
+    assert got.method.startswith("percentile") and got.low <= 0.0 <= got.high

@@ -175,7 +175,7 @@ def test_slope_coverage_fixed_counts_reaches_nominal_level():
     # and homoscedastic residuals
     assert cov.bias.low <= 0.0 <= cov.bias.high
     assert cov.z2.low <= 1.0 <= cov.z2.high
-    assert abs(cov.lag1.mean) < 0.02 and abs(cov.het.mean) < 0.02
+    assert abs(cov.lag1.value) < 0.02 and abs(cov.het.value) < 0.02
     # the coverage follows the level, and a wrong target is (almost) never covered
     half = th.slope_coverage(counts, n_seeds=300, dim=2, n_replicates=8, level=0.5, seed=1)
     assert half.coverage.fraction == pytest.approx(0.5, abs=0.08)  # 3 binomial SDs
@@ -183,7 +183,7 @@ def test_slope_coverage_fixed_counts_reaches_nominal_level():
     np.testing.assert_array_equal(half.slopes, cov.slopes)  # same seed, same corpora
     wrong = th.slope_coverage(counts, n_seeds=50, dim=2, n_replicates=8, target=-0.9, seed=1)
     assert wrong.coverage.successes == 0
-    assert wrong.bias.mean == pytest.approx(cov.bias.mean - 0.1, abs=0.01)
+    assert wrong.bias.value == pytest.approx(cov.bias.value - 0.1, abs=0.01)
 
 
 def test_slope_coverage_redrawn_counts():
