@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from geolib.report.claims import CLAIMS, read_claims
+from geolib.report.claims import CLAIMS, EMPIRICAL, read_claims
 
 REMOVE, REMOVE_INPUT, HIDE_INPUT = "remove-cell", "remove-input", "hide-input"
 ABSTRACT_TAG = "abstract"
@@ -45,8 +45,11 @@ def abstract_markdown(claims_file: str | Path) -> str | None:
     lines = []
     for c in rows:
         link = f" ([verdict](#{c.anchor}))" if c.anchor else ""
+        status = c.status if c.evidence == EMPIRICAL else f"{c.evidence}: {c.status}"
+        revised = f" (rule v1: {c.rule_v1})" if c.rule_v1 else ""
         lines.append(
-            f"- **{c.claim_id}** — {CLAIMS[c.claim_id]}: **{c.status}**. {c.key_number}{link}"
+            f"- **{c.claim_id}** — {CLAIMS[c.claim_id]}: **{status}**{revised}. "
+            f"{c.key_number}{link}"
         )
     return "```{admonition} Abstract\n:class: tip\n" + "\n".join(lines) + "\n```\n"
 

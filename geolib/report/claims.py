@@ -19,6 +19,15 @@ direction without the paper's size, or several evidence rows that disagree); ``i
 (the data at this scale cannot decide: an interval too wide to tell the paper's effect from
 none — not a polite "partly"); ``not yet run``.
 
+**Premise, seeds, robustness.** A rule first checks the claim's premise (:func:`given_premise`:
+the effect exists, the outcome varies beyond its noise); where it fails the verdict is
+*inconclusive* with the reason. Where several seeds (models) exist, :func:`seeds_agreeing` says
+how many per-seed verdicts agree with the pooled one, and :func:`robustness` whether the verdict
+survives the alternatives the paper's text admits (declared in ``params.yaml`` beforehand).
+Math checks of a derivation are rows with ``evidence="math check"``, never combined into an
+empirical status. A rule revised after its first version keeps that verdict (``rule_v1``) and
+the reason (``revision``) on its row.
+
 **Evidence.** Each notebook stage writes ``data/claims/<stage>.json`` with one row per claim it
 tests; a claim may have rows from several chapters (A1: the theory chapter and trained
 models). The table holds one row per (claim, chapter) and a combined status by
@@ -33,10 +42,12 @@ from __future__ import annotations
 import json
 import math
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar
+
+import numpy as np
 
 from geolib.measure import validate as check
 
@@ -67,6 +78,8 @@ REPRODUCED, PARTLY, INCONCLUSIVE, NOT_REPRODUCED, NOT_RUN = (
     "not yet run",
 )
 STATUSES = (NOT_RUN, REPRODUCED, PARTLY, INCONCLUSIVE, NOT_REPRODUCED)
+EMPIRICAL, MATH_CHECK = "empirical", "math check"
+EVIDENCE = (EMPIRICAL, MATH_CHECK)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -382,6 +395,48 @@ def combine_statuses(statuses: Iterable[str]) -> str:
     return NOT_REPRODUCED
 
 
+def given_premise(rule: Rule, holds: bool, why: str, decide: Callable[[], Verdict]) -> Verdict:
+    """``decide()`` if the claim's premise holds, else *inconclusive* saying why.
+
+    The premise is what the claim is about happening at all (an effect larger than its noise, a
+    degradation that exists, an outcome that varies beyond its measurement error, a design that
+    covers the paper's range). Where it fails the data can neither support nor contradict the
+    claim; ``why`` names the number that failed.
+    """
+    if not isinstance(holds, bool | np.bool_):
+        raise ValueError(f"a premise must be True or False, got {holds!r}")
+    if not holds:
+        return Verdict(INCONCLUSIVE, rule.describe(), f"premise fails: {_reason(why)}")
+    return decide()
+
+
+def seeds_agreeing(statuses: Iterable[str], status: str) -> str:
+    """``"k of n"``: how many per-seed (per-model) verdicts equal the pooled ``status``."""
+    rows = list(statuses)
+    for s in [*rows, status]:
+        if s not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, got {s!r}")
+    if not rows:
+        raise ValueError("no per-seed verdicts")
+    return f"{sum(s == status for s in rows)} of {len(rows)}"
+
+
+def robustness(status: str, alternatives: Mapping[str, str]) -> str:
+    """``"yes"`` when every declared alternative analysis gives ``status``; otherwise
+    ``"fragile: <alternative> → <its status>; …"`` naming each one that flips it.
+
+    The alternatives are those the paper's text admits, declared in ``params.yaml`` before the
+    run (never chosen by their outcome).
+    """
+    if not alternatives:
+        raise ValueError("no alternatives declared: robustness needs at least one")
+    for s in [status, *alternatives.values()]:
+        if s not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, got {s!r}")
+    flips = [f"{name} → {s}" for name, s in alternatives.items() if s != status]
+    return "yes" if not flips else "fragile: " + "; ".join(flips)
+
+
 # ---------------------------------------------------------------------------------------------
 # The table
 # ---------------------------------------------------------------------------------------------
@@ -395,6 +450,14 @@ class Claim:
     (e.g. ``"slope −0.99 [−1.00, −0.98] (95% CI)"``); ``chapter`` is the stage (notebook) name;
     ``anchor`` is the MyST target of the cell in that chapter where the rule is applied;
     ``rule`` is the rule in words (:meth:`describe`).
+
+    ``evidence`` is ``"empirical"`` or ``"math check"`` (a numerical verification of the
+    paper's derivation: it cannot speak for or against the claim about trained models and is
+    never combined into the empirical status). ``unit`` names the resampling unit and its n;
+    ``seeds_agreeing`` is ``"k of n"`` per-seed verdicts equal to this one; ``robust`` is
+    :func:`robustness`'s word over the declared alternatives. A rule revised after its first
+    version keeps that version's verdict in ``rule_v1`` with ``revision`` saying why;
+    ``post_hoc`` lists decisions made after seeing data.
     """
 
     claim_id: str
@@ -404,6 +467,13 @@ class Claim:
     detail: str = ""
     anchor: str = ""
     rule: str = ""
+    evidence: str = EMPIRICAL
+    unit: str = ""
+    seeds_agreeing: str = ""
+    robust: str = ""
+    rule_v1: str = ""
+    revision: str = ""
+    post_hoc: str = ""
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -418,6 +488,17 @@ class Claim:
             raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
         if self.status != NOT_RUN and not self.chapter:
             raise ValueError(f"claim {self.claim_id}: an evidence row needs its chapter")
+        if self.evidence not in EVIDENCE:
+            raise ValueError(f"evidence must be one of {EVIDENCE}, got {self.evidence!r}")
+        if self.rule_v1 and self.rule_v1 not in STATUSES:
+            raise ValueError(f"rule_v1 must be a status {STATUSES}, got {self.rule_v1!r}")
+        if bool(self.rule_v1) != bool(self.revision.strip()):
+            raise ValueError(
+                f"claim {self.claim_id}: a revised rule needs both the first rule's verdict "
+                "(rule_v1) and the reason for the revision (revision)"
+            )
+        if self.evidence == MATH_CHECK and (self.seeds_agreeing or self.robust):
+            raise ValueError(f"claim {self.claim_id}: a math check has no seeds or robustness")
 
 
 def write_claims(path: str | Path, claims: list[Claim]) -> Path:
@@ -462,26 +543,37 @@ def read_claims(paths: Iterable[str | Path]) -> dict[str, list[Claim]]:
 
 
 def claims_markdown(table: Mapping[str, list[Claim]]) -> str:
-    """The claims table in MyST Markdown: per claim, its combined status, then one row per
-    chapter that tested it, linked to the cell where that chapter applies its rule.
+    """The claims table in MyST Markdown: per claim, its combined empirical status (math checks
+    are listed but never combined into it), then one row per chapter that tested it, linked to
+    the cell where that chapter applies its rule, with the deciding number, its unit, how many
+    seeds agree, whether the verdict survives the declared alternatives, and the rule's history.
     """
 
     def cell(text: str) -> str:
         return text.replace("|", "\\|").replace("\n", " ") or "—"
 
     lines = [
-        "| claim | statement | combined status | evidence: chapter | status | key number |",
-        "|---|---|---|---|---|---|",
+        "| claim | statement | empirical status | evidence: chapter | verdict | deciding number "
+        "| unit | seeds agreeing | robust | rule history |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for cid, rows in table.items():
-        combined = combine_statuses(c.status for c in rows)
+        empirical = [c.status for c in rows if c.evidence == EMPIRICAL]
+        combined = combine_statuses(empirical) if empirical or not rows else "no empirical test"
         head = f"| **{cid}** | {CLAIMS[cid]} | **{combined}** |"
         if not rows:
-            lines.append(f"{head} — | — | — |")
+            lines.append(f"{head} — | — | — | — | — | — | — |")
         for i, c in enumerate(rows):
             link = f"{{ref}}`{c.chapter} <{c.anchor}>`" if c.anchor else c.chapter
             prefix = head if i == 0 else "| | | |"
-            lines.append(f"{prefix} {link} | {c.status} | {cell(c.key_number)} |")
+            status = c.status if c.evidence == EMPIRICAL else f"math check: {c.status}"
+            history = f"v1 {c.rule_v1} → v2 {c.status}: {c.revision}" if c.rule_v1 else ""
+            if c.post_hoc:
+                history = f"{history} (after seeing data: {c.post_hoc})".strip()
+            lines.append(
+                f"{prefix} {link} | {status} | {cell(c.key_number)} | {cell(c.unit)} | "
+                f"{cell(c.seeds_agreeing)} | {cell(c.robust)} | {cell(history)} |"
+            )
     return "\n".join(lines) + "\n"
 
 

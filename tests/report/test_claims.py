@@ -355,3 +355,77 @@ def test_claim_rows_are_validated_when_written_and_escaped_when_rendered(tmp_pat
     broken.write_text("[{")
     with pytest.raises(ValueError, match=rf"{broken}: cannot read the claim rows"):
         read_claims([broken])
+
+
+# ------------------------------------------------------------------------------------------
+# premise, seeds, robustness, math checks and the rule's history
+# ------------------------------------------------------------------------------------------
+
+
+def test_a_failed_premise_is_inconclusive_whatever_the_numbers_say():
+    from geolib.report.claims import given_premise
+
+    rule = Threshold(10.0, WHY)
+    decide = lambda: rule.decide(50.0, 40.0, 60.0)  # noqa: E731
+    assert given_premise(rule, True, "x", decide).status == "reproduced"
+    v = given_premise(rule, False, "no run degrades (best = final in 8 of 8)", decide)
+    assert v.status == "inconclusive" and v.reason.startswith("premise fails: no run degrades")
+    with pytest.raises(ValueError, match="True or False"):
+        given_premise(rule, "yes", "x", decide)
+    with pytest.raises(ValueError, match="reason"):
+        given_premise(rule, False, " ", decide)
+
+
+def test_seeds_agreeing_and_robustness():
+    from geolib.report.claims import robustness, seeds_agreeing
+
+    assert seeds_agreeing(["reproduced", "reproduced", "not reproduced"], "reproduced") == "2 of 3"
+    with pytest.raises(ValueError, match="no per-seed"):
+        seeds_agreeing([], "reproduced")
+    with pytest.raises(ValueError, match="status must be"):
+        seeds_agreeing(["fine"], "reproduced")
+    assert robustness("reproduced", {"k = 2": "reproduced", "σ²": "reproduced"}) == "yes"
+    assert (
+        robustness("reproduced", {"k = 2": "reproduced", "σ²": "partly", "ζ = 0": "inconclusive"})
+        == "fragile: σ² → partly; ζ = 0 → inconclusive"
+    )
+    with pytest.raises(ValueError, match="no alternatives"):
+        robustness("reproduced", {})
+
+
+def test_math_checks_are_kept_out_of_the_empirical_status_and_history_is_shown(tmp_path):
+    rows = [
+        Claim("A1", "reproduced", "slope -1.00", "variance_collapse", evidence="math check"),
+        Claim(
+            "A1",
+            "not reproduced",
+            "0 of 8 layers",
+            "frequency_collapse",
+            unit="layers of 1 seed",
+            seeds_agreeing="1 of 1",
+            robust="yes",
+        ),
+        Claim("A2", "reproduced", "slope 1.99", "chord_arc", evidence="math check"),
+        Claim(
+            "B6",
+            "inconclusive",
+            "0 of 4 degrade",
+            "saturation",
+            rule_v1="not reproduced",
+            revision="no run degrades, so the contrast cannot be observed",
+        ),
+    ]
+    md = claims_markdown(read_claims([write_claims(tmp_path / "c.json", rows)]))
+    a1 = md.split("| **A1**")[1].split("| **A2**")[0]
+    assert "**not reproduced**" in a1  # the math check's "reproduced" does not make it partly
+    assert "math check: reproduced" in a1 and "1 of 1" in a1
+    assert "| **A2** | " + CLAIMS["A2"] + " | **no empirical test** |" in md
+    assert "v1 not reproduced → v2 inconclusive: no run degrades" in md
+    with pytest.raises(ValueError, match="evidence must be"):
+        Claim("A1", "reproduced", "", "x", evidence="simulation")
+    with pytest.raises(ValueError, match="both the first rule's verdict"):
+        Claim("A1", "reproduced", "", "x", rule_v1="partly")
+    with pytest.raises(ValueError, match="rule_v1 must be a status"):
+        Claim("A1", "reproduced", "", "x", rule_v1="fine", revision="r")
+    with pytest.raises(ValueError, match="no seeds or robustness"):
+        Claim("A2", "reproduced", "", "x", evidence="math check", robust="yes")
