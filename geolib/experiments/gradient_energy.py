@@ -291,6 +291,146 @@ def subspace_overlap(u: np.ndarray, v: np.ndarray) -> float:
 
 
 # ---------------------------------------------------------------------------------------------
+# Rule v2 counts (A4, A7), from the tables: one unit = decoder x block layer (x checkpoint)
+# ---------------------------------------------------------------------------------------------
+
+
+def _decoder_blocks(table: Any, k: int, source: str = REFIT) -> Any:
+    rows = table[table["decoder"].astype(bool) & (table["layer"] != "embed")]
+    return rows[(rows["k"] == k) & (rows["source"] == source)]
+
+
+def a4_count(
+    table: Any,
+    losses: Any,
+    *,
+    k: int,
+    early_max: int,
+    threshold: float,
+    no_effect: float,
+    phase: str = "learned",
+    bound: str = "ci_low",
+) -> dict[str, Any]:
+    """A4 (rule v2): how often R_energy is above ``threshold`` early in training.
+
+    Units: decoder block layers at rank ``k``, T refitted, at the checkpoints of the phase —
+    ``"learned"``: steps 1..``early_max`` whose evaluation loss is below the unigram entropy
+    (the model has learned more than token frequencies); ``"early"``: every step
+    1..``early_max`` (rule v1's window). A unit whose ceiling (the most any rank-k subspace
+    reaches) is below ``threshold`` cannot show the effect and is left out (counted in
+    ``n_below_ceiling``). A unit succeeds when ``bound`` (``"ci_low"``, or ``"r_energy"``: the
+    point estimate) is above ``threshold``. ``premise``: more than half of the units have
+    ``ci_low`` above ``no_effect`` (the isotropic value 1: the effect exists at all).
+    ``table``: ``r_energy.csv``; ``losses``: ``losses.csv``.
+    """
+    if phase not in ("learned", "early"):
+        raise ValueError(f"phase must be 'learned' or 'early', got {phase!r}")
+    if bound not in ("ci_low", "r_energy"):
+        raise ValueError(f"bound must be 'ci_low' or 'r_energy', got {bound!r}")
+    rows = _decoder_blocks(table, k)
+    rows = rows[(rows["step"] >= 1) & (rows["step"] <= early_max)]
+    if phase == "learned":
+        learned = losses[losses["eval_loss"] < losses["unigram_entropy"]]
+        rows = rows.merge(learned[["run", "step"]], on=["run", "step"])
+    can = rows[rows["ceiling"] >= threshold]
+    hits = can[bound] > threshold
+    per_run = {
+        str(run): [int(h.sum()), int(h.size)] for run, h in hits.groupby(can["run"], sort=True)
+    }
+    n_effect = int((can["ci_low"] > no_effect).sum())
+    return {
+        "successes": int(hits.sum()),
+        "n_units": int(len(can)),
+        "n_below_ceiling": int(len(rows) - len(can)),
+        "n_effect": n_effect,
+        "premise": bool(len(can) > 0 and n_effect > len(can) / 2),
+        "per_run": per_run,
+        "steps": sorted(int(s) for s in can["step"].unique()),
+    }
+
+
+def a7_count(
+    table: Any, *, k: int, early_max: int, a7_source: int, no_effect: float
+) -> dict[str, Any]:
+    """A7 (rule v2): is the alignment strongest in the first phase and then maintained?
+
+    Per decoder block layer at rank ``k``: the checkpoint (step >= 1) where the refitted
+    R_energy peaks; the unit has an effect to imprint when that peak's lower bound is above
+    ``no_effect`` (else it is left out: ``n_without_effect``). It succeeds when the peak lies in
+    steps 1..``early_max`` (strongest early) and T frozen at ``a7_source`` still has R_energy
+    with lower bound above ``no_effect`` at the final checkpoint (maintained).
+    """
+    rows = _decoder_blocks(table, k)
+    rows = rows[rows["step"] >= 1]
+    frozen = _decoder_blocks(table, k, f"step-{a7_source}")
+    units = []
+    for (run, layer), g in rows.groupby(["run", "layer"], sort=True):
+        peak = g.loc[g["r_energy"].idxmax()]
+        final = int(g["step"].max())
+        fz = frozen[(frozen["run"] == run) & (frozen["layer"] == layer)]
+        fz = fz[fz["step"] == final]
+        units.append(
+            {
+                "run": str(run),
+                "layer": str(layer),
+                "peak_step": int(peak["step"]),
+                "peak": float(peak["r_energy"]),
+                "peak_low": float(peak["ci_low"]),
+                "final_step": final,
+                "final_refit": float(g.loc[g["step"] == final, "r_energy"].iloc[0]),
+                "final_frozen_low": float(fz["ci_low"].iloc[0]) if len(fz) else float("nan"),
+            }
+        )
+    with_effect = [u for u in units if u["peak_low"] > no_effect]
+    for u in with_effect:
+        u["strongest_early"] = u["peak_step"] <= early_max
+        u["maintained"] = bool(u["final_frozen_low"] > no_effect)
+    return {
+        "successes": sum(u["strongest_early"] and u["maintained"] for u in with_effect),
+        "n_units": len(with_effect),
+        "n_without_effect": len(units) - len(with_effect),
+        "units": units,
+    }
+
+
+def rule_v2_counts(table: Any, losses: Any, p: dict[str, Any]) -> dict[str, Any]:
+    """The v2 counts of A4 and A7 for the primary analysis and each declared alternative.
+
+    ``p["a4_v2"]["alternatives"]`` (and ``a7_v2``) map a name to the settings it changes; the
+    settings of the count (``k``, ``early_max``, ``phase``, ``bound``) apply here, those of the
+    rule (``min_fraction``) in the chapter.
+    """
+    a4 = {
+        "k": int(p["key_rank"]),
+        "early_max": int(p["early_max"]),
+        "threshold": float(p["a4_v2"]["threshold"]),
+        "no_effect": float(p["a4_v2"]["no_effect"]),
+        "phase": "learned",
+        "bound": "ci_low",
+    }
+    a7 = {
+        "k": int(p["key_rank"]),
+        "early_max": int(p["early_max"]),
+        "a7_source": int(p["a7_source"]),
+        "no_effect": float(p["a7_v2"]["no_effect"]),
+    }
+    out = {}
+    for name, base, count in (
+        ("a4_v2", a4, lambda **kw: a4_count(table, losses, **kw)),
+        ("a7_v2", a7, lambda **kw: a7_count(table, **kw)),
+    ):
+        alts = p[name].get("alternatives") or {}
+        out[name] = {
+            "primary": count(**base),
+            "alternatives": {
+                alt: count(**{**base, **{k: v for k, v in change.items() if k in base}})
+                for alt, change in alts.items()
+            },
+        }
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
 # The stage
 # ---------------------------------------------------------------------------------------------
 
@@ -318,13 +458,25 @@ def summarise(results: list[RunResult], p: dict[str, Any]) -> dict[str, Any]:
         out["a4"] = _pooled_row(pooled_median(early, w, level))
     if decoders and encoders:
         common = set.intersection(*({s for (s, *_rest) in r.energies} for r in results))
-        out["a6"] = pooled_median_ratio(
-            units(decoders, lambda s: s >= 1 and s in common),
-            units(encoders, lambda s: s >= 1 and s in common),
-            w,
-            level,
-        )
-        out["a6"] = _pooled_row(out["a6"])
+
+        def a6(rank: int) -> dict[str, float]:
+            def at(res: list[RunResult]) -> list[np.ndarray]:
+                return [
+                    e
+                    for r in res
+                    for (step, layer, kk, src), e in sorted(r.energies.items())
+                    if kk == rank
+                    and src == REFIT
+                    and layer != "embed"
+                    and step >= 1
+                    and step in common
+                ]
+
+            return _pooled_row(pooled_median_ratio(at(decoders), at(encoders), w, level))
+
+        out["a6"] = a6(k)
+        # rule v2: the same ratio at the other ranks the paper's text admits (declared)
+        out["a6_by_rank"] = {str(rank): a6(rank) for rank in p.get("alt_ranks", []) if rank != k}
     a7_units = []
     for r in decoders:
         final = max(s for (s, *_rest) in r.energies)
@@ -421,6 +573,8 @@ def run_stage(p: dict[str, Any], log=print) -> dict[str, Any]:
     checkpoints = pd.DataFrame([row for r in results for row in r.checkpoints])
     write_csv(out / "checkpoints.csv", checkpoints, index=False)
     summary = summarise(results, p)
+    if "a4_v2" in p:
+        summary |= rule_v2_counts(ratios, losses, p)
     write_json(out / "summary.json", summary, indent=1, sort_keys=True)
     return summary
 

@@ -362,6 +362,15 @@ def rule_from_params(spec: Mapping[str, Any]) -> Rule:
     return cls(**given)
 
 
+def rule_with(spec: Mapping[str, Any], change: Mapping[str, Any]) -> Rule:
+    """The rule of ``spec`` with the fields of ``change`` that belong to it replaced (an
+    alternative analysis changes some settings of the count and some of the rule; the others
+    are ignored here)."""
+    cls = RULES.get(spec.get("rule")) if isinstance(spec, Mapping) else None
+    names = {f.name for f in fields(cls)} if cls else set()
+    return rule_from_params({**spec, **{k: v for k, v in change.items() if k in names}})
+
+
 def decide_if_defined(
     rule: Rule, estimate: Any, low: Any, high: Any, why_undefined: str
 ) -> Verdict:

@@ -103,8 +103,18 @@ def test_stage_on_decoder_and_encoder_runs(decoder_and_encoder_runs, tmp_path):
         key_rank=2,
         early_max=4,
         a7_source=2,
+        alt_ranks=[1, 2],
+        a4_v2={
+            "threshold": 10.0,
+            "no_effect": 1.0,
+            "alternatives": {"k = 1": {"k": 1}, "v1 window": {"phase": "early"}},
+        },
+        a7_v2={"no_effect": 1.0, "alternatives": {"a third": {"min_fraction": 0.34}}},
     )
     summary = run_quietly(ge, p)
+    assert set(summary["a4_v2"]["alternatives"]) == {"k = 1", "v1 window"}
+    assert summary["a7_v2"]["alternatives"]["a third"] == summary["a7_v2"]["primary"]
+    assert set(summary["a6_by_rank"]) == {"1"}  # the key rank is the primary
     table = pd.read_csv(tmp_path / "out" / "r_energy.csv")
     steps = [0, 1, 2, 4, 8]
     # every run x step x layer (embed + 2 blocks) x k, refit; plus frozen step-2 after step 2
@@ -206,3 +216,60 @@ def test_hub_revisions_offline_with_a_duplicate(tmp_path, monkeypatch):
     assert [c["duplicate_of"] for c in res.checkpoints] == [None, 0, None]
     assert {row["source"] for row in res.rows if row["step"] == 4} == {"refit", "step-1"}
     assert all(row["duplicate_of"] == 0 for row in res.rows if row["step"] == 1)
+
+
+def _table(rows):
+    cols = ["run", "decoder", "step", "layer", "k", "source", "r_energy", "ci_low", "ceiling"]
+    return pd.DataFrame([dict(zip(cols, r, strict=True)) for r in rows])
+
+
+def test_a4_count_reads_the_learned_phase_and_the_ceiling():
+    table = _table(
+        [
+            # run, decoder, step, layer, k, source, R, low, ceiling
+            ("d", True, 1, "block1", 4, "refit", 1.0, 0.9, 50.0),  # not learned yet
+            ("d", True, 8, "block1", 4, "refit", 30.0, 20.0, 50.0),  # hit
+            ("d", True, 8, "block2", 4, "refit", 12.0, 8.0, 50.0),  # point > 10, bound not
+            ("d", True, 8, "block3", 4, "refit", 6.0, 5.0, 7.0),  # ceiling < 10: left out
+            ("d", True, 8, "embed", 4, "refit", 99.0, 90.0, 99.0),  # not a block
+            ("d", True, 8, "block1", 2, "refit", 99.0, 90.0, 99.0),  # other rank
+            ("d", True, 8, "block1", 4, "step-1", 99.0, 90.0, 99.0),  # frozen T
+            ("d", True, 600, "block1", 4, "refit", 99.0, 90.0, 99.0),  # after early_max
+            ("e", False, 8, "block1", 4, "refit", 99.0, 90.0, 99.0),  # encoder
+        ]
+    )
+    losses = pd.DataFrame(
+        {"run": ["d", "d", "d"], "step": [1, 8, 600], "eval_loss": [7.0, 5.0, 4.0]}
+    ).assign(unigram_entropy=6.0)
+    kw = dict(k=4, early_max=512, threshold=10.0, no_effect=1.0)
+    got = ge.a4_count(table, losses, **kw)
+    assert (got["successes"], got["n_units"], got["n_below_ceiling"]) == (1, 2, 1)
+    assert got["premise"] and got["per_run"] == {"d": [1, 2]} and got["steps"] == [8]
+    early = ge.a4_count(table, losses, phase="early", **kw)
+    assert (early["successes"], early["n_units"], early["n_effect"]) == (1, 3, 2)
+    assert early["premise"]  # 2 of 3 units above 1
+    point = ge.a4_count(table, losses, bound="r_energy", **kw)
+    assert point["successes"] == 2
+    flat = table.assign(ci_low=0.5)
+    assert not ge.a4_count(flat, losses, **kw)["premise"]
+    with pytest.raises(ValueError, match="phase"):
+        ge.a4_count(table, losses, phase="late", **kw)
+
+
+def test_a7_count_finds_the_peak_and_what_is_left_at_the_end():
+    rows = []
+    for layer, peak_step, final_frozen_low in (("block1", 64, 3.0), ("block2", 800, 3.0)):
+        for step in (1, 64, 800, 1000):
+            r = 20.0 if step == peak_step else 4.0
+            rows.append(("d", True, step, layer, 4, "refit", r, r - 1, 50.0))
+        rows.append(("d", True, 1000, layer, 4, "step-64", 5.0, final_frozen_low, 50.0))
+    for step in (1, 1000):  # a unit with no effect: R never above 1
+        rows.append(("d", True, step, "block3", 4, "refit", 1.0, 0.8, 50.0))
+    got = ge.a7_count(_table(rows), k=4, early_max=512, a7_source=64, no_effect=1.0)
+    assert (got["successes"], got["n_units"], got["n_without_effect"]) == (1, 2, 1)
+    by_layer = {u["layer"]: u for u in got["units"]}
+    assert by_layer["block1"]["peak_step"] == 64 and by_layer["block1"]["strongest_early"]
+    assert by_layer["block2"]["peak_step"] == 800 and not by_layer["block2"]["strongest_early"]
+    assert by_layer["block1"]["final_refit"] == 4.0
+    later = ge.a7_count(_table(rows), k=4, early_max=1000, a7_source=64, no_effect=1.0)
+    assert later["successes"] == 2

@@ -429,3 +429,13 @@ def test_math_checks_are_kept_out_of_the_empirical_status_and_history_is_shown(t
         Claim("A1", "reproduced", "", "x", rule_v1="fine", revision="r")
     with pytest.raises(ValueError, match="no seeds or robustness"):
         Claim("A2", "reproduced", "", "x", evidence="math check", robust="yes")
+
+
+def test_rule_with_changes_only_the_rules_own_fields():
+    from geolib.report.claims import rule_with
+
+    spec = {"rule": "fraction", "min_fraction": 0.5, "min_units": 4, "reason": WHY}
+    assert rule_with(spec, {"min_fraction": 0.34, "k": 2}) == Fraction(0.34, 4, WHY)
+    assert rule_with(spec, {}) == Fraction(0.5, 4, WHY)
+    with pytest.raises(ValueError, match="unknown rule"):
+        rule_with({"rule": "vibes"}, {})
