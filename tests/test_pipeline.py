@@ -458,21 +458,26 @@ def _cell(nb_name: str, needle: str) -> str:
 def test_gradient_energy_chapter_decides_a6_with_or_without_an_encoder(a6):
     """The chapter's A6 cell, run on a summary without the A6 table (no encoder measured), says
     inconclusive and why instead of raising KeyError; with the table it applies the rule."""
-    from geolib.report.claims import decide_if_defined, rule_from_params
+    from geolib.report import claims
 
     ns = {
         "P": PARAMS["gradient_energy"],
         "summary": {} if a6 is None else {"a6": a6},
+        "A4": {"primary": {"premise": True}},
         "MODELS": ["pythia", "olmo"],
-        "rule_from_params": rule_from_params,
-        "decide_if_defined": decide_if_defined,
+        **{n: v for n, v in vars(claims).items() if not n.startswith("_")},
     }
     exec(_cell("gradient_energy", "rule6 = "), ns)
     if a6 is None:
         assert ns["v6"].status == "inconclusive" and "['pythia', 'olmo']" in ns["v6"].reason
     else:
-        expected = rule_from_params(PARAMS["gradient_energy"]["a6_rule"]).decide(2.0, 1.5, 3.0)
+        expected = claims.rule_from_params(PARAMS["gradient_energy"]["a6_rule"]).decide(
+            2.0, 1.5, 3.0
+        )
         assert ns["v6"] == expected
+        ns["A4"] = {"primary": {"premise": False}}  # no decoder alignment: nothing to compare
+        exec(_cell("gradient_energy", "rule6 = "), ns)
+        assert ns["v6"].status == "inconclusive" and "premise fails" in ns["v6"].reason
 
 
 def test_gradient_energy_chapter_names_the_pretrained_model_from_its_datasheet():
