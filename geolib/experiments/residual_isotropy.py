@@ -292,21 +292,30 @@ def _nan_median(a: np.ndarray, axis=None):
         return np.nanmedian(a, axis=axis)
 
 
-def pooled_fraction(units: list[Replicates], point: list[float], level: float) -> dict[str, Any]:
-    """Median ``fraction`` over units (NaN units, with nothing to explain, left out) with the
-    percentile interval of the per-resample medians (joint over units: shared weights). All
-    units undefined: value and interval NaN."""
+def pooled_fraction(
+    units: list[Replicates], point: list[float], level: float, undefined: str = "drop"
+) -> dict[str, Any]:
+    """Median ``fraction`` over units with the percentile interval of the per-resample medians
+    (joint over units: shared weights).
+
+    A unit's share is undefined (NaN) where no rank-k removal gains more than its normal
+    controls: there is no gain to share. ``undefined="drop"`` leaves such units out (all
+    undefined: value and interval NaN); ``"zero"`` counts them as delivering none of it.
+    """
+    if undefined not in ("drop", "zero"):
+        raise ValueError(f"undefined must be 'drop' or 'zero', got {undefined!r}")
     if not units:
         raise ValueError("no units to pool")
-    boot = _nan_median(np.stack([u.fraction() for u in units]), axis=0)
-    pts = np.asarray(point, dtype=np.float64)
+    fill = (lambda a: np.nan_to_num(a, nan=0.0)) if undefined == "zero" else (lambda a: a)
+    boot = _nan_median(fill(np.stack([u.fraction() for u in units])), axis=0)
+    pts = fill(np.asarray(point, dtype=np.float64))
     iv = percentile_interval(boot, float(_nan_median(pts)), level, len(units))
     return {
         "value": iv.value,
         "low": iv.low,
         "high": iv.high,
         "n_units": len(units),
-        "n_undefined": int(np.isnan(pts).sum()),
+        "n_undefined": int(np.isnan(np.asarray(point, dtype=np.float64)).sum()),
     }
 
 
@@ -317,7 +326,9 @@ def summarise(results: list[RunResult], p: dict[str, Any]) -> dict[str, Any]:
     main_zeta, level = float(p["zeta"]), float(p["ci_level"])
     zetas = sorted({float(z) for z in p["zetas"]} | {main_zeta})
 
-    def pool(source: str, zeta: float, steps_ok, runs=results) -> dict[str, Any] | None:
+    def pool(
+        source: str, zeta: float, steps_ok, runs=results, undefined: str = "drop"
+    ) -> dict[str, Any] | None:
         units, point = [], []
         for r in runs:
             index = {
@@ -329,13 +340,19 @@ def summarise(results: list[RunResult], p: dict[str, Any]) -> dict[str, Any]:
                 if src == source and z == zeta and layer != "embed" and steps_ok(step):
                     units.append(rep)
                     point.append(index[(step, layer)])
-        return pooled_fraction(units, point, level) if units else None
+        return pooled_fraction(units, point, level, undefined) if units else None
 
     later = lambda s: s > a5  # noqa: E731
     out: dict[str, Any] = {"key_rank": k, "a5_source": a5, "zeta": main_zeta}
     out["a5_by_zeta"] = {str(z): pool(_step_source(a5), z, later) for z in zetas}
     out["a5"] = out["a5_by_zeta"][str(main_zeta)]
     out["a5_by_run"] = {r.run: pool(_step_source(a5), main_zeta, later, [r]) for r in results}
+    # rule v2: per model, at every zeta, undefined units dropped or counted as 0
+    out["a5_v2"] = {
+        f"{z:g}/{how}": {r.run: pool(_step_source(a5), z, later, [r], how) for r in results}
+        for z in zetas
+        for how in ("drop", "zero")
+    }
     out["refit_later"] = pool(REFIT, main_zeta, later)
     out["refit_step0"] = pool(REFIT, main_zeta, lambda s: s == 0)
     out["untrained_source_later"] = pool(_step_source(0), main_zeta, later)

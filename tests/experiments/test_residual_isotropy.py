@@ -37,6 +37,12 @@ def test_pooled_fraction_is_the_median_over_units_with_a_joint_interval():
         ri.pooled_fraction([], [], 0.95)
     undefined = ri.pooled_fraction([nothing], [np.nan], 0.95)
     assert np.isnan(undefined["value"]) and np.isnan(undefined["low"])
+    # the declared alternative: an undefined share counts as none of the gain delivered
+    zero = ri.pooled_fraction([*units, nothing], [0.2, 0.5, 0.9, np.nan], 0.95, "zero")
+    assert zero["value"] == pytest.approx(0.35) and zero["n_undefined"] == 1
+    assert ri.pooled_fraction([nothing], [np.nan], 0.95, "zero")["value"] == 0.0
+    with pytest.raises(ValueError, match="undefined must be"):
+        ri.pooled_fraction(units, [0.2, 0.5, 0.9], 0.95, "ignore")
 
 
 def test_stage_on_decoder_and_encoder_runs(decoder_and_encoder_runs, tmp_path):
@@ -79,6 +85,11 @@ def test_stage_on_decoder_and_encoder_runs(decoder_and_encoder_runs, tmp_path):
     assert saved["a5"]["n_units"] == 8
     assert saved["refit_step0"]["n_units"] == 4
     assert summary["a5"] == saved["a5"]
+    assert set(summary["a5_v2"]) == {
+        f"{z:g}/{how}" for z in (0.0, 0.2, 0.5) for how in ("drop", "zero")
+    }
+    assert set(summary["a5_v2"]["0.2/drop"]) == set(p["runs"])
+    assert summary["a5_v2"]["0.2/drop"][p["runs"][0]] == summary["a5_by_run"][p["runs"][0]]
 
 
 def test_steps_subset_of_a_run(decoder_and_encoder_runs):
