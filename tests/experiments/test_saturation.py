@@ -161,4 +161,28 @@ def test_train_then_measure_then_tables_on_a_tiny_design(tmp_path, token_files):
     assert [c["step"] for c in curve][-1] == 12 and all(np.isfinite(c["erank_w"]) for c in curve)
     summary = sat.tables(path)
     assert summary["n_units"] == 1
+    assert summary["point"]["n_units"] == 1 and "n_parallel_degrades" in summary
     assert (tmp_path / "tables" / "runs.csv").is_file()
+
+
+def test_contrast_counts_pairs_where_only_the_parallel_run_degrades():
+    import pandas as pd
+
+    table = pd.DataFrame(
+        {
+            "layout": ["parallel", "sequential"] * 3,
+            "width": ["d32", "d32", "d32", "d32", "d64", "d64"],
+            "seed": [0, 0, 1, 1, 0, 0],
+            "degradation": [0.05, 0.01, 0.02, 0.0, 0.03, 0.04],
+            "degradation_ci_low": [0.02, -0.01, -0.01, -0.02, 0.01, 0.02],
+        }
+    )
+    got = sat.contrast(table, ["parallel", "sequential"], "degradation_ci_low")
+    assert (got["successes"], got["n_units"], got["n_parallel_degrades"]) == (1, 3, 2)
+    point = sat.contrast(table, ["parallel", "sequential"], "degradation")
+    assert (point["successes"], point["n_parallel_degrades"]) == (1, 3)
+    flat = table.assign(degradation_ci_low=-0.1)
+    assert (
+        sat.contrast(flat, ["parallel", "sequential"], "degradation_ci_low")["n_parallel_degrades"]
+        == 0
+    )
