@@ -84,6 +84,9 @@ def measure_run(
     out["n_unused_rows"] = int(unused.sum())
     out["w_all"] = geometry(w, zeta)
     out["w"] = geometry(w[torch.from_numpy(~unused)], zeta)
+    # W at its random start (step 0), the same rows: how far training moved its geometry
+    w0 = unembedding(load(run_dir, 0, tokenizer=False)[0]).detach().double()
+    out["init_w"] = geometry(w0[torch.from_numpy(~unused)], zeta)
 
     splits = dict(spec["splits"])
     h_split = next(iter(splits))

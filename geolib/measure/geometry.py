@@ -52,13 +52,14 @@ def unused_rows(train_tokens: np.ndarray, vocab_size: int) -> np.ndarray:
 
 
 def flatten_measures(measures: Mapping[str, Any]) -> dict[str, Any]:
-    """One table row: the point's factors, then ``w_*``, ``w_all_*``, ``h_*`` metrics and
-    ``loss_<split>`` (+ ``_ci_low``/``_ci_high``)."""
+    """One table row: the point's factors, then ``w_*``, ``w_all_*``, ``h_*`` metrics (and
+    ``init_w_*``: W at its random start, where measured) and ``loss_<split>`` (+
+    ``_ci_low``/``_ci_high``)."""
     row: dict[str, Any] = {"name": measures["name"], **measures["point"]}
     for key in ("steps", "tokens", "params", "decay_exponent", "vocab_size", "n_unused_rows"):
         row[key] = measures[key]
-    for group in ("w", "w_all", "h"):
-        row.update({f"{group}_{k}": v for k, v in measures[group].items()})
+    for group in ("w", "w_all", "h", "init_w"):
+        row.update({f"{group}_{k}": v for k, v in measures.get(group, {}).items()})
     for split, est in measures["loss"].items():
         row[f"loss_{split}"] = est["mean"]
         row[f"loss_{split}_ci_low"] = est["ci_low"]

@@ -78,6 +78,17 @@ def test_train_then_measure_a_point_each_writing_its_own_folder(tiny_params):
     assert saved["loss"]["id_test"]["ci_low"] <= saved["loss"]["id_test"]["mean"]
     assert np.load(f"{out}/sequence_losses.npz")["id_test"].shape == (8,)
     assert np.isfinite(m["w"]["erank"]) and np.isfinite(m["h"]["isoscore_star"])
+    # W at step 0, independently: the same rows of the untrained unembedding
+    from geolib.measure.geometry import unused_rows
+    from geolib.measure.metrics import effective_rank
+    from geolib.measure.probes import unembedding
+    from geolib.models.checkpoints import load
+
+    w0 = unembedding(load(run, 0, tokenizer=False)[0]).detach().double()
+    train_tokens = yaml.safe_load(path.read_text())["train"]["train_tokens"]
+    keep = ~unused_rows(np.load(train_tokens), w0.shape[0])
+    assert m["init_w"]["erank"] == pytest.approx(effective_rank(w0[keep].numpy()), rel=1e-9)
+    assert m["init_w"]["erank"] != m["w"]["erank"]
     weights = f"{run}/step-{saved['steps']}/model.safetensors"
     before = open(weights, "rb").read()
     train_point(path, name)  # finished: trains nothing

@@ -45,3 +45,6 @@ def test_flatten_measures_makes_one_row():
     assert row["w_erank"] == 5.0 and row["w_all_erank"] == 4.0 and row["h_erank"] == 3.0
     assert row["loss_id_test"] == 5.0 and row["loss_id_test_ci_high"] == 5.1
     assert row["size"] == "S" and row["seconds"] == 12.0
+    assert not any(k.startswith("init_w") for k in row)  # measured before init_w existed
+    row = flatten_measures({**measures, "init_w": {"erank": 9.0}})
+    assert row["init_w_erank"] == 9.0 and not any(k.startswith("w_init") for k in row)
