@@ -36,15 +36,20 @@ import pandas as pd
 
 from geolib.files import write_csv, write_table
 from geolib.measure.geometry import GEOMETRY, ID_LOSS, flatten_measures
-from geolib.measure.prediction import prediction, r2_gaps
+from geolib.measure.prediction import prediction, r2_gaps, within_prediction
 from geolib.measure.stats import (
     interval,
     mean_ci,
     spearman,
     t_quantile,
+    within_groups,
 )
 from geolib.models.grid import FACTORS, check_points_listed, measures_path
 from geolib.stage import stage
+
+#: the other effective ranks the paper's text admits (σ² instead of σ; W centred first): the
+#: declared alternatives of the rules v2
+V2_RANKS = ("w_erank_sq", "w_erank_centered")
 
 #: W metrics whose agreement B7 reads (IsoScore* is not defined for W: no larger sample).
 W_METRICS = [f"w_{m}" for m in GEOMETRY]
@@ -235,29 +240,89 @@ def cv_ratio(
     }
 
 
+def spread(table: pd.DataFrame, outcomes: Sequence[str], by: str = "size") -> pd.DataFrame:
+    """Does an outcome vary across models beyond its noise? Per outcome: its seed-to-seed
+    standard deviation (:func:`seed_sd`), its standard deviation across models within each
+    ``by`` group (pooled), and their ratio (the premise of a prediction claim: an outcome that
+    varies no more than between seeds has nothing to predict)."""
+    groups = pd.factorize(table[by], sort=True)[0]
+    rows = []
+    for outcome in outcomes:
+        sd, dof = seed_sd(table, outcome)
+        within = within_groups(table[outcome].to_numpy(float), groups)
+        across = float(np.sqrt((within**2).sum() / (within.size - len(set(groups)))))
+        rows.append(
+            {
+                "outcome": outcome,
+                "seed_sd": sd,
+                "seed_dof": dof,
+                "within_size_sd": across,
+                "ratio": across / sd,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def init_moves(table: pd.DataFrame, batch_sizes: Sequence[Any]) -> pd.DataFrame:
+    """How far training moved W's effective rank from its random start, per size and batch
+    size (mean of ``init_w_erank − w_erank`` over the points), and that move as a share of the
+    move at the smallest batch of the same size (B3's premise: at matched tokens a large batch
+    takes few steps; if W hardly leaves its start, a "higher rank" is distance from
+    initialisation, not an effect of batch size)."""
+    if "init_w_erank" not in table:
+        raise ValueError("models.csv has no init_w_erank: re-measure the sweep points")
+    rows = []
+    for size, g in table.groupby("size", sort=True):
+        base = None
+        for b in sorted(batch_sizes):
+            at = g[g["batch_size"] == b]
+            move = float((at["init_w_erank"] - at["w_erank"]).mean())
+            base = move if base is None else base
+            rows.append(
+                {
+                    "size": size,
+                    "batch_size": b,
+                    "n_points": len(at),
+                    "erank_move": move,
+                    "share_of_smallest_batch": move / base if base else float("nan"),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
 def analyse(
     table: pd.DataFrame,
     spec: Mapping[str, Any],
     factorial: Mapping[str, Sequence[Any]],
     out_dir: str | Path,
+    widths: Mapping[str, int] | None = None,
 ) -> dict[str, Path]:
     """Every table the chapter reads, written under ``out_dir``; returns their paths.
 
     ``factorial``: the sweep's factorial levels; each factor's effect compares its lowest and
     highest level, and only factorial points (the ``final_lr_ratio`` of the factorial) enter
-    the U-shape cells.
+    the U-shape cells. ``widths``: each size's ``d_model``, for the rank-per-width alternative
+    of B1 (``w_erank_per_width``).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     n_boot, level, seed = int(spec["n_boot"]), float(spec["ci_level"]), int(spec.get("seed", 0))
     in_factorial = table["final_lr_ratio"].isin(factorial["final_lr_ratio"])
+    if widths is not None:
+        table = table.assign(w_erank_per_width=table["w_erank"] / table["size"].map(widths))
     work = table.copy()
     for q in ("w_erank", "h_erank"):
         work[f"{q}_at_matched_loss"] = detrended(table, q)
     ends = {f: (min(factorial[f]), max(factorial[f])) for f in ("batch_size", "weight_decay", "lr")}
     effects = []
     for factor, (low, high) in ends.items():
-        for quantity in ("w_erank", "h_erank", ID_LOSS, "w_erank_at_matched_loss"):
+        for quantity in (
+            "w_erank",
+            "h_erank",
+            ID_LOSS,
+            "w_erank_at_matched_loss",
+            *V2_RANKS,
+        ):
             data = work if quantity.endswith("matched_loss") else table
             row = effect(data, factor, low, high, quantity, level)
             row["basis"] = "matched_loss" if quantity.endswith("matched_loss") else "matched_tokens"
@@ -275,6 +340,15 @@ def analyse(
     table = table.assign(loss_ood_mean=table[ood].mean(axis=1))
     outcomes = [ID_LOSS, *ood, "loss_ood_mean"]
     predictors = [ID_LOSS, *W_METRICS, *(f"h_{m}" for m in GEOMETRY), "h_isoscore_star"]
+    if "w_erank_per_width" in table:
+        predictors.append("w_erank_per_width")
+    sizes_ = sorted(table["size"].unique())
+    by_size = [
+        {"size": size, **effect(table[table["size"] == size], f, *ends[f], q, level)}
+        for f in ("batch_size", "weight_decay", "lr")
+        for q in ("w_erank", ID_LOSS)
+        for size in sizes_
+    ]
     paths = {
         "models": out / "models.csv",
         "effects": out / "effects.csv",
@@ -285,6 +359,11 @@ def analyse(
         "agreement": out / "agreement.csv",
         "w_correlations": out / "w_correlations.csv",
         "h_correlations": out / "h_correlations.csv",
+        "effects_by_size": out / "effects_by_size.csv",
+        "prediction_within_size": out / "prediction_within_size.csv",
+        "spread": out / "spread.csv",
+        "init_moves": out / "init_moves.csv",
+        "r2_gap_alternatives": out / "r2_gap_alternatives.csv",
     }
     matched = [f"{q}_at_matched_loss" for q in ("w_erank", "h_erank")]
     write_table(paths["models"], table.assign(**{c: work[c] for c in matched}))
@@ -294,6 +373,17 @@ def analyse(
     kw = {"n_boot": n_boot, "level": level, "seed": seed}
     write_table(paths["prediction"], prediction(table, outcomes, predictors, **kw))
     write_table(paths["r2_gap"], r2_gaps(table, outcomes[1:], **kw))
+    alt_gaps = [r2_gaps(table, outcomes[1:], worse=w, **kw) for w in V2_RANKS]
+    write_table(paths["r2_gap_alternatives"], pd.concat(alt_gaps, ignore_index=True))
+    # rules v2: within size (the sizes differ in width, so rank differs by size), the outcomes'
+    # spread against their seed noise, and how far W moved from its random start
+    write_table(
+        paths["prediction_within_size"],
+        within_prediction(table, outcomes, [ID_LOSS, *W_METRICS], **kw),
+    )
+    write_table(paths["effects_by_size"], pd.DataFrame(by_size))
+    write_table(paths["spread"], spread(table, outcomes))
+    write_table(paths["init_moves"], init_moves(table[in_factorial], factorial["batch_size"]))
     agreement = [metric_agreement(table, W_METRICS, **kw), cv_ratio(table, **kw)]
     write_table(paths["agreement"], pd.DataFrame(agreement))
     h_metrics = [f"h_{m}" for m in GEOMETRY] + ["h_isoscore_star"]
@@ -307,7 +397,8 @@ def main(argv: list[str] | None = None) -> int:
     sweep = st.section_of("sweep")
     table = gather(sweep["measures_root"], check_points_listed(sweep))
     out = Path(st.params["models_table"]).parent
-    paths = analyse(table, st.params, sweep["factorial"], out)
+    widths = {size: int(cfg["d_model"]) for size, cfg in sweep["sizes"].items()}
+    paths = analyse(table, st.params, sweep["factorial"], out, widths)
     return st.done({"models": len(table), "tables": [str(p) for p in paths.values()]})
 
 

@@ -16,7 +16,14 @@ import numpy as np
 import pandas as pd
 
 from geolib.measure.geometry import ID_LOSS
-from geolib.measure.stats import interval, partial_spearman, r_squared, spearman
+from geolib.measure.stats import (
+    interval,
+    partial_spearman,
+    partial_spearman_within,
+    r_squared,
+    spearman,
+    within_groups,
+)
 
 #: what B8 compares as predictors of an outcome across models: ID loss, the effective ranks of
 #: W and of H
@@ -57,6 +64,40 @@ def prediction(
     return pd.DataFrame(rows)
 
 
+def within_prediction(
+    table: pd.DataFrame,
+    outcomes: Sequence[str],
+    predictors: Sequence[str],
+    *,
+    by: str = "size",
+    control: str = ID_LOSS,
+    n_boot: int = 2000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """:func:`prediction` with the groups of column ``by`` (model size) held fixed: the pooled
+    within-group R² (``r2``) and the partial Spearman given ``control`` and the group
+    (``partial_spearman``), each with a bootstrap interval over models. What an association
+    across all models owes to the groups' different levels (Simpson's paradox) is removed."""
+    groups = pd.factorize(table[by], sort=True)[0].astype(np.float64)
+    rows = []
+    for outcome, predictor in itertools.product(outcomes, predictors):
+        x, y, z = (table[c].to_numpy(float) for c in (predictor, outcome, control))
+        row: dict[str, Any] = {"outcome": outcome, "predictor": predictor, "by": by}
+        if np.ptp(within_groups(x, groups)) == 0 or np.ptp(within_groups(y, groups)) == 0:
+            row["note"] = f"constant within each {by}"
+            rows.append(row)
+            continue
+        stats_: dict[str, tuple[Callable, tuple]] = {"r2": (r_squared, (x, y, groups))}
+        if control not in (predictor, outcome):
+            stats_["partial_spearman"] = (partial_spearman_within, (x, y, z, groups))
+        for name, (fn, args) in stats_.items():
+            a = interval(fn, *args, n_boot=n_boot, level=level, seed=seed)
+            row.update({name: a.value, f"{name}_ci_low": a.low, f"{name}_ci_high": a.high})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def r2_gap(
     table: pd.DataFrame,
     outcome: str,
@@ -84,9 +125,12 @@ def r2_gap(
     }
 
 
-def r2_gaps(table: pd.DataFrame, outcomes: Sequence[str], **bootstrap: Any) -> pd.DataFrame:
-    """:func:`r2_gap` (ID loss against the effective rank of W) for each outcome, one row each."""
-    return pd.DataFrame([r2_gap(table, o, **bootstrap) for o in outcomes])
+def r2_gaps(
+    table: pd.DataFrame, outcomes: Sequence[str], worse: str = "w_erank", **bootstrap: Any
+) -> pd.DataFrame:
+    """:func:`r2_gap` (ID loss against ``worse``, by default the effective rank of W) for each
+    outcome, one row each."""
+    return pd.DataFrame([r2_gap(table, o, worse=worse, **bootstrap) for o in outcomes])
 
 
 def join_per_model(

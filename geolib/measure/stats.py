@@ -305,9 +305,34 @@ def spearman(x: Any, y: Any) -> float:
     return _pearson(stats.rankdata(x), stats.rankdata(y))
 
 
-def r_squared(x: Any, y: Any) -> float:
+def _group_dummies(groups: np.ndarray) -> np.ndarray:
+    """``(n, g - 1)`` indicator columns of all groups but the first (beside an intercept)."""
+    levels = np.unique(groups)
+    if levels.size < 2:
+        raise ValueError("groups must hold at least two groups")
+    return np.column_stack([(groups == u).astype(np.float64) for u in levels[1:]])
+
+
+def within_groups(values: Any, groups: Any) -> np.ndarray:
+    """``values`` minus the mean of their group (what is left once the groups' levels are
+    removed: e.g. effective rank within one model size)."""
+    v, g = _paired(values, groups, min_n=2)
+    out = v.copy()
+    for u in np.unique(g):
+        out[g == u] -= v[g == u].mean()
+    return out
+
+
+def r_squared(x: Any, y: Any, groups: Any = None) -> float:
     """R² of the least-squares line ``y ≈ a + b·x`` (= Pearson's r², the share of the variance of
-    ``y`` a linear function of ``x`` explains, in sample)."""
+    ``y`` a linear function of ``x`` explains, in sample).
+
+    With ``groups`` (one label per unit, e.g. model size as a number): the pooled within-group
+    R², both ``x`` and ``y`` centred on their group means first; an association that only runs
+    between groups (Simpson's paradox) does not count.
+    """
+    if groups is not None:
+        x, y = within_groups(x, groups), within_groups(y, groups)
     x, y = _paired(x, y, min_n=3)
     return _pearson(x, y) ** 2
 
@@ -327,6 +352,20 @@ def partial_spearman(x: Any, y: Any, control: Any) -> float:
         return v - z * (float(z @ v) / float(z @ z)) if z @ z > 0 else v
 
     return _pearson(residual(x), residual(y))
+
+
+def partial_spearman_within(x: Any, y: Any, control: Any, groups: Any) -> float:
+    """:func:`partial_spearman` with the groups held fixed too: the residuals of rank(x) and
+    rank(y) after least squares on rank(control) and one indicator per group (e.g. model size
+    as a covariate)."""
+    x, y, z, g = _paired(x, y, control, groups)
+    design = np.column_stack([np.ones(x.size), stats.rankdata(z), _group_dummies(g)])
+
+    def residual(v: np.ndarray) -> np.ndarray:
+        beta, *_ = np.linalg.lstsq(design, v, rcond=None)
+        return v - design @ beta
+
+    return _pearson(residual(stats.rankdata(x)), residual(stats.rankdata(y)))
 
 
 def interval(

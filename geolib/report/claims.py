@@ -42,7 +42,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar
@@ -402,6 +402,19 @@ def combine_statuses(statuses: Iterable[str]) -> str:
     if REPRODUCED in rows or PARTLY in rows:
         return PARTLY
     return NOT_REPRODUCED
+
+
+def deciding_check(checks: Sequence[tuple[Verdict, str]]) -> tuple[str, str]:
+    """The combined status of several checks of one claim and the check that decided it, as
+    ``(status, what)``: for a reproduced claim the first check; otherwise the first check that
+    is not reproduced (the key number of a "partly" row is the check that failed, not one that
+    passed). ``checks``: ``(verdict, what was measured, in words)`` pairs."""
+    if not checks:
+        raise ValueError("no checks to combine")
+    status = combine_statuses(v.status for v, _ in checks)
+    if status == REPRODUCED:
+        return status, checks[0][1]
+    return status, next(what for v, what in checks if v.status != REPRODUCED)
 
 
 def given_premise(rule: Rule, holds: bool, why: str, decide: Callable[[], Verdict]) -> Verdict:

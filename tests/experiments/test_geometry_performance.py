@@ -110,3 +110,29 @@ def test_bad_input():
         gp.seed_sd(t[t.seed == 0], "w_erank")
     with pytest.raises(FileNotFoundError, match="not measured yet"):
         gp.gather("/nonexistent", ["S-b8-wd0-lr0.001-f0.1-s0"])
+
+
+def test_spread_compares_the_outcome_across_models_with_its_seed_noise():
+    t = synthetic_table()
+    got = gp.spread(t, ["loss_id_test"]).iloc[0]
+    sd, _ = gp.seed_sd(t, "loss_id_test")
+    assert got["seed_sd"] == pytest.approx(sd)
+    # the pooled within-size sd, independently
+    dev = t["loss_id_test"] - t.groupby("size")["loss_id_test"].transform("mean")
+    expected = np.sqrt((dev**2).sum() / (len(t) - 2))
+    assert got["within_size_sd"] == pytest.approx(expected)
+    assert got["ratio"] == pytest.approx(expected / sd) and got["ratio"] > 2  # U-shape + wd
+
+
+def test_init_moves_measures_how_far_w_left_its_start_per_batch():
+    t = synthetic_table().assign(init_w_erank=lambda d: 30.0 + 0 * d["w_erank"])
+    got = gp.init_moves(t, [8, 32, 128]).set_index(["size", "batch_size"])
+    for size in ("S", "M"):
+        for b in (8, 32, 128):
+            at = t[(t["size"] == size) & (t["batch_size"] == b)]
+            assert got.loc[(size, b), "erank_move"] == pytest.approx((30 - at["w_erank"]).mean())
+        share = got.loc[(size, 128), "erank_move"] / got.loc[(size, 8), "erank_move"]
+        assert got.loc[(size, 128), "share_of_smallest_batch"] == pytest.approx(share)
+        assert got.loc[(size, 8), "share_of_smallest_batch"] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="init_w_erank"):
+        gp.init_moves(synthetic_table(), [8, 32, 128])

@@ -88,6 +88,7 @@ def test_stage_joins_the_per_model_table(tiny_sweep, tmp_path, monkeypatch):
     pd.DataFrame(
         {
             "name": NAMES,
+            "size": ["S" if i % 2 else "M" for i in range(len(NAMES))],
             "loss_id_test": np.linspace(4.5, 3.9, len(NAMES)) + rng.normal(0, 0.05, len(NAMES)),
             "w_erank": rng.uniform(10, 20, len(NAMES)),
             "h_erank": rng.uniform(5, 10, len(NAMES)),
@@ -112,6 +113,8 @@ def test_stage_joins_the_per_model_table(tiny_sweep, tmp_path, monkeypatch):
         f"q_{s}_id_test" for s in ("rtn3", "gptq3", "rtn3_head", "gptq3_head")
     }
     assert len(pd.read_csv(out / "r2_gap.csv")) == 4
+    within = pd.read_csv(out / "prediction_within_size.csv")
+    assert set(within.outcome) == set(pred.outcome) and set(within["by"]) == {"size"}
     assert summary["n_models"] == len(NAMES) and summary["gptq_worse_than_rtn_layers"] == 0
     assert json.loads((out / "summary.json").read_text())["settings"] == summary["settings"]
     assert set(np.load(out / "window_losses.npz").files) >= {

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from geolib.measure.prediction import join_per_model, prediction, r2_gap
+from geolib.measure.prediction import join_per_model, prediction, r2_gap, within_prediction
 
 
 def test_prediction_partial_and_gap_on_a_noisy_copy_of_loss():
@@ -44,3 +44,30 @@ def test_join_per_model_is_one_to_one_and_names_what_is_missing():
         join_per_model(models.iloc[:2], rows, ["a", "b", "c"], "models.csv")
     with pytest.raises(pd.errors.MergeError):
         join_per_model(models, pd.concat([rows, rows.iloc[:1]]), ["a", "b", "c"], "models.csv")
+
+
+def test_within_prediction_removes_what_runs_between_sizes():
+    """Rank follows width (size) and loss within each size; across all models the size step
+    hides it. Within size, R² is high; a predictor that is only the size has nothing left."""
+    from geolib.measure.stats import r_squared
+
+    rng = np.random.default_rng(2)
+    n = 40
+    size = np.repeat(["S", "M"], n // 2)
+    loss = rng.normal(size=n) + np.where(size == "M", -1.0, 0.0)
+    rank = -2 * (loss - np.where(size == "M", -1.0, 0.0)) + np.where(size == "M", 60.0, 30.0)
+    rank = rank + 0.3 * rng.normal(size=n)
+    table = pd.DataFrame(
+        {
+            "size": size,
+            "loss_id_test": loss,
+            "w_erank": rank,
+            "size_only": np.where(size == "M", 1.0, 0.0),
+        }
+    )
+    got = within_prediction(table, ["loss_id_test"], ["w_erank", "size_only"], n_boot=200)
+    r = got.set_index("predictor")
+    assert r.loc["w_erank", "r2"] > 0.9 and r_squared(rank, loss) < r.loc["w_erank", "r2"]
+    assert r.loc["w_erank", "r2_ci_low"] <= r.loc["w_erank", "r2"] <= r.loc["w_erank", "r2_ci_high"]
+    assert r.loc["size_only", "note"] == "constant within each size"
+    assert "partial_spearman" not in r.columns or np.isnan(r.loc["w_erank", "partial_spearman"])

@@ -291,3 +291,39 @@ def test_interval_falls_back_to_percentile_where_bca_is_undefined():
     x = np.array([0.0] * 30 + [1.0])
     got = interval(np.median, x, n_boot=500, seed=0)
     assert got.method.startswith("percentile") and got.low <= 0.0 <= got.high
+
+
+def test_within_group_r_squared_sees_through_simpsons_paradox():
+    """Two sizes: within each, y falls with x (r = -1); between them, the size that has the
+    larger x also has the larger y. Pooled R² is small, within-size R² is 1."""
+    from geolib.measure.stats import r_squared, within_groups
+
+    x = np.array([1.0, 2, 3, 4, 11, 12, 13, 14])
+    y = np.array([4.0, 3, 2, 1, 14, 13, 12, 11])
+    g = np.array([0, 0, 0, 0, 1, 1, 1, 1])
+    assert r_squared(x, y) > 0.7  # dominated by the size step
+    assert r_squared(x, y, g) == pytest.approx(1.0)
+    np.testing.assert_allclose(within_groups(x, g), [-1.5, -0.5, 0.5, 1.5] * 2)
+    rng = np.random.default_rng(0)
+    y2 = y + np.where(g == 1, 0.0, 100.0)  # shifting a group's level changes nothing within
+    assert r_squared(x, y2, g) == pytest.approx(r_squared(x, y, g))
+    noise = rng.normal(size=8)
+    assert r_squared(x, noise, g) == pytest.approx(
+        np.corrcoef(within_groups(x, g), within_groups(noise, g))[0, 1] ** 2
+    )
+
+
+def test_partial_spearman_within_holds_the_groups_fixed():
+    from geolib.measure.stats import partial_spearman, partial_spearman_within
+
+    rng = np.random.default_rng(4)
+    n = 300
+    g = rng.integers(0, 2, n).astype(float)
+    loss = rng.normal(size=n)
+    x = 3 * g + rng.normal(size=n)  # geometry that differs by size only
+    y = loss + 3 * g + 0.3 * rng.normal(size=n)  # an outcome that follows loss and size
+    assert partial_spearman(x, y, loss) > 0.5  # size leaks through
+    assert abs(partial_spearman_within(x, y, loss, g)) < 0.15
+    # one group: no indicator to add, an error rather than a silent pooled answer
+    with pytest.raises(ValueError, match="two groups"):
+        partial_spearman_within(x, y, loss, np.zeros(n))

@@ -439,3 +439,16 @@ def test_rule_with_changes_only_the_rules_own_fields():
     assert rule_with(spec, {}) == Fraction(0.5, 4, WHY)
     with pytest.raises(ValueError, match="unknown rule"):
         rule_with({"rule": "vibes"}, {})
+
+
+def test_deciding_check_is_the_one_that_failed():
+    from geolib.report.claims import Verdict, deciding_check
+
+    ok, no, unsure = (
+        Verdict(s, "r", "x") for s in ("reproduced", "not reproduced", "inconclusive")
+    )
+    assert deciding_check([(ok, "a"), (ok, "b")]) == ("reproduced", "a")
+    assert deciding_check([(ok, "a"), (no, "b"), (unsure, "c")]) == ("partly", "b")
+    assert deciding_check([(unsure, "a"), (no, "b")]) == ("not reproduced", "a")
+    with pytest.raises(ValueError, match="no checks"):
+        deciding_check([])
