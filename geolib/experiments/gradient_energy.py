@@ -476,7 +476,12 @@ def summarise(results: list[RunResult], p: dict[str, Any]) -> dict[str, Any]:
 
         out["a6"] = a6(k)
         # rule v2: the same ratio at the other ranks the paper's text admits (declared)
-        out["a6_by_rank"] = {str(rank): a6(rank) for rank in p.get("alt_ranks", []) if rank != k}
+        measured = {int(r) for r in p["ranks"]}
+        out["a6_by_rank"] = {
+            str(rank): a6(int(rank))
+            for rank in p.get("alt_ranks", [])
+            if int(rank) != k and int(rank) in measured
+        }
     a7_units = []
     for r in decoders:
         final = max(s for (s, *_rest) in r.energies)

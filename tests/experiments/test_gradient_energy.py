@@ -103,7 +103,7 @@ def test_stage_on_decoder_and_encoder_runs(decoder_and_encoder_runs, tmp_path):
         key_rank=2,
         early_max=4,
         a7_source=2,
-        alt_ranks=[1, 2],
+        alt_ranks=[1, 2, 8],  # 8 is not measured here: left out, not an error
         a4_v2={
             "threshold": 10.0,
             "no_effect": 1.0,
