@@ -41,7 +41,6 @@ from geolib.measure.prediction import (
     join_per_model,
     prediction,
     r2_gaps,
-    within_prediction,
 )
 from geolib.measure.stats import paired_change
 from geolib.models.checkpoints import load
@@ -166,7 +165,9 @@ def run_stage(p: dict[str, Any], sweep: dict[str, Any], models_table: str, log=p
     outcomes = [OUTCOME, "gain"]
     write_table(out / "prediction.csv", prediction(table, outcomes, PER_MODEL_PREDICTORS, **kw))
     write_table(out / "r2_gap.csv", r2_gaps(table, outcomes, **kw))
-    within = within_prediction(table, outcomes, PER_MODEL_PREDICTORS, **kw)  # B8 v2: within size
+    within = prediction(
+        table, outcomes, PER_MODEL_PREDICTORS, by="size", **kw
+    )  # B8 v2: within size
     write_table(out / "prediction_within_size.csv", within)
     summary = {
         "n_models": len(table),

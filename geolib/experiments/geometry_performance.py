@@ -36,7 +36,7 @@ import pandas as pd
 
 from geolib.files import write_csv, write_table
 from geolib.measure.geometry import GEOMETRY, ID_LOSS, flatten_measures
-from geolib.measure.prediction import prediction, r2_gaps, within_prediction
+from geolib.measure.prediction import prediction, r2_gaps
 from geolib.measure.stats import (
     interval,
     mean_ci,
@@ -379,7 +379,7 @@ def analyse(
     # spread against their seed noise, and how far W moved from its random start
     write_table(
         paths["prediction_within_size"],
-        within_prediction(table, outcomes, [ID_LOSS, *W_METRICS], **kw),
+        prediction(table, outcomes, [ID_LOSS, *W_METRICS], by="size", **kw),
     )
     write_table(paths["effects_by_size"], pd.DataFrame(by_size))
     write_table(paths["spread"], spread(table, outcomes))

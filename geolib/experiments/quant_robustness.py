@@ -42,7 +42,6 @@ from geolib.measure.prediction import (
     join_per_model,
     prediction,
     r2_gaps,
-    within_prediction,
 )
 from geolib.measure.stats import paired_change
 from geolib.models.checkpoints import load
@@ -203,7 +202,9 @@ def run_stage(p: dict[str, Any], sweep: dict[str, Any], models_table: str, log=p
     outcomes = [column(label, OUTCOME_SPLIT) for label in labels]
     write_table(out / "prediction.csv", prediction(table, outcomes, PER_MODEL_PREDICTORS, **kw))
     write_table(out / "r2_gap.csv", r2_gaps(table, outcomes, **kw))
-    within = within_prediction(table, outcomes, PER_MODEL_PREDICTORS, **kw)  # B8 v2: within size
+    within = prediction(
+        table, outcomes, PER_MODEL_PREDICTORS, by="size", **kw
+    )  # B8 v2: within size
     write_table(out / "prediction_within_size.csv", within)
     write_table(out / "settings.csv", by_setting(long))
     outcome = long[long.split == OUTCOME_SPLIT]

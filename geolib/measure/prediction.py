@@ -36,61 +36,47 @@ def prediction(
     predictors: Sequence[str],
     *,
     control: str = ID_LOSS,
+    by: str | None = None,
     n_boot: int = 2000,
     level: float = 0.95,
     seed: int = 0,
 ) -> pd.DataFrame:
     """For each outcome and predictor: Spearman ρ, R², and the partial Spearman given
     ``control``, each with a bootstrap interval over models. A predictor that is constant over
-    the models gets a row without numbers and ``note = "constant across models"``."""
+    the models gets a row without numbers and ``note = "constant across models"``.
+
+    With ``by`` (a column such as model size) its groups are held fixed: ``r2`` is the pooled
+    within-group R² and ``partial_spearman`` is given ``control`` and the group (no plain ρ);
+    what an association across all models owes to the groups' different levels (Simpson's
+    paradox) is removed.
+    """
+    groups = None if by is None else pd.factorize(table[by], sort=True)[0].astype(np.float64)
+    where = "across models" if by is None else f"within each {by}"
+
+    def spread(v: np.ndarray) -> float:
+        return float(np.ptp(v if groups is None else within_groups(v, groups)))
+
     rows = []
     for outcome, predictor in itertools.product(outcomes, predictors):
         x, y, z = (table[c].to_numpy(float) for c in (predictor, outcome, control))
         row: dict[str, Any] = {"outcome": outcome, "predictor": predictor}
-        if np.ptp(x) == 0 or np.ptp(y) == 0:  # constant over models: no correlation to speak of
-            row["note"] = "constant across models"
+        if by is not None:
+            row["by"] = by
+        if spread(x) == 0 or spread(y) == 0:  # constant: no correlation to speak of
+            row["note"] = f"constant {where}"
             rows.append(row)
             continue
-        stats_: dict[str, tuple[Callable, tuple]] = {
-            "spearman": (spearman, (x, y)),
-            "r2": (r_squared, (x, y)),
-        }
+        if groups is None:
+            stats_: dict[str, tuple[Callable, tuple]] = {
+                "spearman": (spearman, (x, y)),
+                "r2": (r_squared, (x, y)),
+            }
+            partial: tuple[Callable, tuple] = (partial_spearman, (x, y, z))
+        else:
+            stats_ = {"r2": (r_squared, (x, y, groups))}
+            partial = (partial_spearman_within, (x, y, z, groups))
         if control not in (predictor, outcome):  # given itself, nothing is left to correlate
-            stats_["partial_spearman"] = (partial_spearman, (x, y, z))
-        for name, (fn, args) in stats_.items():
-            a = interval(fn, *args, n_boot=n_boot, level=level, seed=seed)
-            row.update({name: a.value, f"{name}_ci_low": a.low, f"{name}_ci_high": a.high})
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def within_prediction(
-    table: pd.DataFrame,
-    outcomes: Sequence[str],
-    predictors: Sequence[str],
-    *,
-    by: str = "size",
-    control: str = ID_LOSS,
-    n_boot: int = 2000,
-    level: float = 0.95,
-    seed: int = 0,
-) -> pd.DataFrame:
-    """:func:`prediction` with the groups of column ``by`` (model size) held fixed: the pooled
-    within-group R² (``r2``) and the partial Spearman given ``control`` and the group
-    (``partial_spearman``), each with a bootstrap interval over models. What an association
-    across all models owes to the groups' different levels (Simpson's paradox) is removed."""
-    groups = pd.factorize(table[by], sort=True)[0].astype(np.float64)
-    rows = []
-    for outcome, predictor in itertools.product(outcomes, predictors):
-        x, y, z = (table[c].to_numpy(float) for c in (predictor, outcome, control))
-        row: dict[str, Any] = {"outcome": outcome, "predictor": predictor, "by": by}
-        if np.ptp(within_groups(x, groups)) == 0 or np.ptp(within_groups(y, groups)) == 0:
-            row["note"] = f"constant within each {by}"
-            rows.append(row)
-            continue
-        stats_: dict[str, tuple[Callable, tuple]] = {"r2": (r_squared, (x, y, groups))}
-        if control not in (predictor, outcome):
-            stats_["partial_spearman"] = (partial_spearman_within, (x, y, z, groups))
+            stats_["partial_spearman"] = partial
         for name, (fn, args) in stats_.items():
             a = interval(fn, *args, n_boot=n_boot, level=level, seed=seed)
             row.update({name: a.value, f"{name}_ci_low": a.low, f"{name}_ci_high": a.high})

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from geolib.measure.prediction import join_per_model, prediction, r2_gap, within_prediction
+from geolib.measure.prediction import join_per_model, prediction, r2_gap
 
 
 def test_prediction_partial_and_gap_on_a_noisy_copy_of_loss():
@@ -46,7 +46,7 @@ def test_join_per_model_is_one_to_one_and_names_what_is_missing():
         join_per_model(models, pd.concat([rows, rows.iloc[:1]]), ["a", "b", "c"], "models.csv")
 
 
-def test_within_prediction_removes_what_runs_between_sizes():
+def test_prediction_by_size_removes_what_runs_between_sizes():
     """Rank follows width (size) and loss within each size; across all models the size step
     hides it. Within size, R² is high; a predictor that is only the size has nothing left."""
     from geolib.measure.stats import r_squared
@@ -65,7 +65,7 @@ def test_within_prediction_removes_what_runs_between_sizes():
             "size_only": np.where(size == "M", 1.0, 0.0),
         }
     )
-    got = within_prediction(table, ["loss_id_test"], ["w_erank", "size_only"], n_boot=200)
+    got = prediction(table, ["loss_id_test"], ["w_erank", "size_only"], by="size", n_boot=200)
     r = got.set_index("predictor")
     assert r.loc["w_erank", "r2"] > 0.9 and r_squared(rank, loss) < r.loc["w_erank", "r2"]
     assert r.loc["w_erank", "r2_ci_low"] <= r.loc["w_erank", "r2"] <= r.loc["w_erank", "r2_ci_high"]
