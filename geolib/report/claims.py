@@ -406,15 +406,19 @@ def combine_statuses(statuses: Iterable[str]) -> str:
 
 def deciding_check(checks: Sequence[tuple[Verdict, str]]) -> tuple[str, str]:
     """The combined status of several checks of one claim and the check that decided it, as
-    ``(status, what)``: for a reproduced claim the first check; otherwise the first check that
-    is not reproduced (the key number of a "partly" row is the check that failed, not one that
-    passed). ``checks``: ``(verdict, what was measured, in words)`` pairs."""
+    ``(status, what)``: the first check with the combined status; for "partly", the first that
+    failed (not reproduced, else inconclusive, else partly) — the key number of a row that is
+    not reproduced is the check that failed, not one that passed or could not decide.
+    ``checks``: ``(verdict, what was measured, in words)`` pairs."""
     if not checks:
         raise ValueError("no checks to combine")
     status = combine_statuses(v.status for v, _ in checks)
-    if status == REPRODUCED:
-        return status, checks[0][1]
-    return status, next(what for v, what in checks if v.status != REPRODUCED)
+    order = [NOT_REPRODUCED, INCONCLUSIVE, PARTLY] if status == PARTLY else [status]
+    for wanted in order:
+        for v, what in checks:
+            if v.status == wanted:
+                return status, what
+    return status, checks[0][1]
 
 
 def given_premise(rule: Rule, holds: bool, why: str, decide: Callable[[], Verdict]) -> Verdict:

@@ -449,6 +449,8 @@ def test_deciding_check_is_the_one_that_failed():
     )
     assert deciding_check([(ok, "a"), (ok, "b")]) == ("reproduced", "a")
     assert deciding_check([(ok, "a"), (no, "b"), (unsure, "c")]) == ("partly", "b")
-    assert deciding_check([(unsure, "a"), (no, "b")]) == ("not reproduced", "a")
+    assert deciding_check([(unsure, "a"), (no, "b")]) == ("not reproduced", "b")
+    assert deciding_check([(ok, "a"), (unsure, "b"), (no, "c")]) == ("partly", "c")
+    assert deciding_check([(unsure, "a"), (unsure, "b")]) == ("inconclusive", "a")
     with pytest.raises(ValueError, match="no checks"):
         deciding_check([])
