@@ -139,7 +139,11 @@ class _BandRule:
     reason: str
     kind: ClassVar[str] = ""
     reproduced_when: ClassVar[str] = ""  # "inside" or "outside"
-    description: ClassVar[str] = ""
+    #: where the interval lies for each outcome, in the rule's description
+    _WORDS: ClassVar[dict[str, tuple[str, str]]] = {
+        "inside": ("in {target:g} ± {tol:g}", "entirely outside"),
+        "outside": ("outside {target:g} ± {tol:g} (either side)", "inside"),
+    }
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "target", check.scalar("target", self.target))
@@ -147,7 +151,12 @@ class _BandRule:
         object.__setattr__(self, "reason", _reason(self.reason))
 
     def describe(self) -> str:
-        return self.description.format(target=self.target, tol=self.tol, reason=self.reason)
+        yes, no = self._WORDS[self.reproduced_when]
+        return (
+            f"{self.kind}: reproduced if the whole interval lies "
+            f"{yes.format(target=self.target, tol=self.tol)}; not reproduced if it lies {no}; "
+            f"otherwise inconclusive. Why: {self.reason}"
+        )
 
     def decide(self, estimate: float, low: float, high: float) -> Verdict:
         where, position = _band(estimate, low, high, self.target, self.tol)
@@ -169,10 +178,6 @@ class WithinTolerance(_BandRule):
 
     kind: ClassVar[str] = "within_tolerance"
     reproduced_when: ClassVar[str] = "inside"
-    description: ClassVar[str] = (
-        "within_tolerance: reproduced if the whole interval lies in {target:g} ± {tol:g}; not "
-        "reproduced if it lies entirely outside; otherwise inconclusive. Why: {reason}"
-    )
 
 
 @dataclass(frozen=True)
@@ -185,10 +190,6 @@ class Beyond(_BandRule):
 
     kind: ClassVar[str] = "beyond"
     reproduced_when: ClassVar[str] = "outside"
-    description: ClassVar[str] = (
-        "beyond: reproduced if the whole interval lies outside {target:g} ± {tol:g} (either "
-        "side); not reproduced if it lies inside; otherwise inconclusive. Why: {reason}"
-    )
 
 
 @dataclass(frozen=True)
