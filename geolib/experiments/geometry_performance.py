@@ -346,7 +346,7 @@ def analyse(
     by_size = [
         {"size": size, **effect(table[table["size"] == size], f, *ends[f], q, level)}
         for f in ("batch_size", "weight_decay", "lr")
-        for q in ("w_erank", ID_LOSS)
+        for q in ("w_erank", *V2_RANKS, ID_LOSS)
         for size in sizes_
     ]
     paths = {

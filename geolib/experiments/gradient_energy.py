@@ -420,11 +420,13 @@ def rule_v2_counts(table: Any, losses: Any, p: dict[str, Any]) -> dict[str, Any]
         ("a7_v2", a7, lambda **kw: a7_count(table, **kw)),
     ):
         alts = p[name].get("alternatives") or {}
+        measured = {int(r) for r in p["ranks"]}
         out[name] = {
             "primary": count(**base),
-            "alternatives": {
+            "alternatives": {  # an alternative at a rank this run did not measure is left out
                 alt: count(**{**base, **{k: v for k, v in change.items() if k in base}})
                 for alt, change in alts.items()
+                if int(change.get("k", base["k"])) in measured
             },
         }
     return out

@@ -450,7 +450,9 @@ def seeds_agreeing(statuses: Iterable[str], status: str) -> str:
 
 def robustness(status: str, alternatives: Mapping[str, str]) -> str:
     """``"yes"`` when every declared alternative analysis gives ``status``; otherwise
-    ``"fragile: <alternative> → <its status>; …"`` naming each one that flips it.
+    ``"fragile: <alternative> → <its status>; …"`` naming each one that flips it. An
+    alternative the run did not measure (status ``not yet run``, e.g. a rank a small profile
+    skips) is named apart and decides nothing; none measured: ``"untested"``.
 
     The alternatives are those the paper's text admits, declared in ``params.yaml`` before the
     run (never chosen by their outcome).
@@ -460,8 +462,11 @@ def robustness(status: str, alternatives: Mapping[str, str]) -> str:
     for s in [status, *alternatives.values()]:
         if s not in STATUSES:
             raise ValueError(f"status must be one of {STATUSES}, got {s!r}")
-    flips = [f"{name} → {s}" for name, s in alternatives.items() if s != status]
-    return "yes" if not flips else "fragile: " + "; ".join(flips)
+    ran = {name: s for name, s in alternatives.items() if s != NOT_RUN}
+    skipped = [name for name, s in alternatives.items() if s == NOT_RUN]
+    flips = [f"{name} → {s}" for name, s in ran.items() if s != status]
+    word = ("yes" if not flips else "fragile: " + "; ".join(flips)) if ran else "untested"
+    return word + (f" (not run here: {', '.join(skipped)})" if skipped else "")
 
 
 # ---------------------------------------------------------------------------------------------

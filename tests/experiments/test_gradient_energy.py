@@ -107,12 +107,12 @@ def test_stage_on_decoder_and_encoder_runs(decoder_and_encoder_runs, tmp_path):
         a4_v2={
             "threshold": 10.0,
             "no_effect": 1.0,
-            "alternatives": {"k = 1": {"k": 1}, "v1 window": {"phase": "early"}},
+            "alternatives": {"k = 1": {"k": 1}, "v1 window": {"phase": "early"}, "k = 8": {"k": 8}},
         },
         a7_v2={"no_effect": 1.0, "alternatives": {"a third": {"min_fraction": 0.34}}},
     )
     summary = run_quietly(ge, p)
-    assert set(summary["a4_v2"]["alternatives"]) == {"k = 1", "v1 window"}
+    assert set(summary["a4_v2"]["alternatives"]) == {"k = 1", "v1 window"}  # k = 8: not measured
     assert summary["a7_v2"]["alternatives"]["a third"] == summary["a7_v2"]["primary"]
     assert set(summary["a6_by_rank"]) == {"1"}  # the key rank is the primary
     table = pd.read_csv(tmp_path / "out" / "r_energy.csv")

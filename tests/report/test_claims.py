@@ -391,6 +391,10 @@ def test_seeds_agreeing_and_robustness():
     )
     with pytest.raises(ValueError, match="no alternatives"):
         robustness("reproduced", {})
+    assert robustness("partly", {"k = 2": "partly", "k = 8": "not yet run"}) == (
+        "yes (not run here: k = 8)"
+    )
+    assert robustness("partly", {"k = 8": "not yet run"}) == "untested (not run here: k = 8)"
 
 
 def test_math_checks_are_kept_out_of_the_empirical_status_and_history_is_shown(tmp_path):
