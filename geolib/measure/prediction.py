@@ -9,6 +9,7 @@ trained model is the unit). Used by every Paper B comparison (B1, B2, B7, B8).
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -78,8 +79,10 @@ def prediction(
         if control not in (predictor, outcome):  # given itself, nothing is left to correlate
             stats_["partial_spearman"] = partial
         for name, (fn, args) in stats_.items():
-            a = interval(fn, *args, n_boot=n_boot, level=level, seed=seed)
+            a = interval(fn, *args, n_boot=n_boot, level=level, seed=seed, undefined="nan")
             row.update({name: a.value, f"{name}_ci_low": a.low, f"{name}_ci_high": a.high})
+            if math.isnan(a.low):  # too many tied resamples: no interval, said so in the row
+                row["note"] = "; ".join(filter(None, [row.get("note"), f"{name}: {a.method}"]))
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -375,6 +375,7 @@ def interval(
     level: float = 0.95,
     seed: int = 0,
     unit: str = "unit",
+    undefined: str = "raise",
 ) -> Interval:
     """``statistic(*arrays)`` with its interval over the units (one value per unit in each array).
 
@@ -383,10 +384,13 @@ def interval(
     BCa bootstrap resampling units with replacement (``scipy.stats.bootstrap``, paired
     arrays); where BCa is undefined (its jackknife or bias term is not finite), the percentile
     interval of the same draws. Resamples whose statistic is undefined (NaN: e.g. all resampled
-    units tied) are dropped; if more than 5% are, that is an error, since the interval would
-    describe a selected subset. The interval always contains the estimate (see
-    :class:`Interval`).
+    units tied) are dropped; if more than 5% are, the interval would describe a selected
+    subset: an error, or with ``undefined="nan"`` an interval with NaN bounds whose ``method``
+    says how many were undefined (for a table row among many). The interval always contains the
+    estimate (see :class:`Interval`).
     """
+    if undefined not in ("raise", "nan"):
+        raise ValueError(f"undefined must be 'raise' or 'nan', got {undefined!r}")
     level = _level(level)
     if n_boot < 100:
         raise ValueError(f"n_boot must be >= 100 for a {level:.0%} interval, got {n_boot}")
@@ -421,7 +425,11 @@ def interval(
     draws = np.asarray(res.bootstrap_distribution, dtype=np.float64)
     ok = draws[np.isfinite(draws)]
     if ok.size < 0.95 * n_boot:
-        raise ValueError(f"statistic undefined in {n_boot - ok.size} of {n_boot} resamples")
+        why = f"statistic undefined in {n_boot - ok.size} of {n_boot} resamples"
+        if undefined == "raise":
+            raise ValueError(why)
+        n = int(data[0].size)
+        return Interval(value, math.nan, math.nan, level, n, why, unit, int(ok.size))
     lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
     n = int(data[0].size)
     if not (math.isfinite(lo) and math.isfinite(hi)) or ok.size < n_boot:

@@ -71,3 +71,25 @@ def test_prediction_by_size_removes_what_runs_between_sizes():
     assert r.loc["w_erank", "r2_ci_low"] <= r.loc["w_erank", "r2"] <= r.loc["w_erank", "r2_ci_high"]
     assert r.loc["size_only", "note"] == "constant within each size"
     assert "partial_spearman" not in r.columns or np.isnan(r.loc["w_erank", "partial_spearman"])
+
+
+def test_a_row_whose_statistic_is_mostly_undefined_says_so_instead_of_failing():
+    """A predictor with one distinct unit among ties: most resamples have no spread, Spearman is
+    undefined there; the row keeps its estimate, NaN bounds and a note (the table goes on)."""
+    from geolib.measure.stats import interval, spearman
+
+    n = 12
+    table = pd.DataFrame(
+        {
+            "loss_id_test": np.linspace(4.0, 5.0, n),
+            "ood": np.linspace(5.0, 6.5, n) + np.random.default_rng(0).normal(0, 0.01, n),
+            "tied": [0.0] * (n - 1) + [1.0],
+        }
+    )
+    with pytest.raises(ValueError, match="undefined in"):
+        interval(spearman, table["tied"], table["ood"], n_boot=200)
+    got = prediction(table, ["ood"], ["tied"], n_boot=200).iloc[0]
+    assert np.isfinite(got["spearman"]) and np.isnan(got["spearman_ci_low"])
+    assert "spearman: statistic undefined in" in got["note"]
+    with pytest.raises(ValueError, match="undefined must be"):
+        interval(spearman, table["tied"], table["ood"], n_boot=200, undefined="drop")
