@@ -37,12 +37,7 @@ import torch
 from geolib.data.windows import fixed_windows
 from geolib.files import write_json, write_npz, write_table
 from geolib.measure.evaluate import window_losses
-from geolib.measure.prediction import (
-    PER_MODEL_PREDICTORS,
-    join_per_model,
-    prediction,
-    r2_gaps,
-)
+from geolib.measure.prediction import join_per_model, per_model_tables
 from geolib.measure.stats import paired_change
 from geolib.models.checkpoints import load
 from geolib.models.grid import check_points_listed
@@ -200,12 +195,8 @@ def run_stage(p: dict[str, Any], sweep: dict[str, Any], models_table: str, log=p
     kw = dict(n_boot=int(p["n_boot"]), level=float(p["ci_level"]), seed=int(p["seed"]))
     labels = sorted(set(long["setting"]), key=list(long["setting"]).index)
     outcomes = [column(label, OUTCOME_SPLIT) for label in labels]
-    write_table(out / "prediction.csv", prediction(table, outcomes, PER_MODEL_PREDICTORS, **kw))
-    write_table(out / "r2_gap.csv", r2_gaps(table, outcomes, **kw))
-    within = prediction(
-        table, outcomes, PER_MODEL_PREDICTORS, by="size", **kw
-    )  # B8 v2: within size
-    write_table(out / "prediction_within_size.csv", within)
+    for stem, frame in per_model_tables(table, outcomes, **kw).items():
+        write_table(out / f"{stem}.csv", frame)
     write_table(out / "settings.csv", by_setting(long))
     outcome = long[long.split == OUTCOME_SPLIT]
     gptq = layers[layers.setting.str.startswith("gptq")]

@@ -131,3 +131,18 @@ def join_per_model(
     if len(table) != len(names):
         raise ValueError(f"{len(names) - len(table)} sweep points are missing from {source}")
     return table
+
+
+def per_model_tables(
+    table: pd.DataFrame, outcomes: Sequence[str], **bootstrap: Any
+) -> dict[str, pd.DataFrame]:
+    """What B8 asks of an outcome measured per model (forgetting, a quantization setting's loss
+    increase), as tables by file stem: :func:`prediction` by :data:`PER_MODEL_PREDICTORS`
+    over all models and within size, and :func:`r2_gaps`."""
+    return {
+        "prediction": prediction(table, outcomes, PER_MODEL_PREDICTORS, **bootstrap),
+        "r2_gap": r2_gaps(table, outcomes, **bootstrap),
+        "prediction_within_size": prediction(
+            table, outcomes, PER_MODEL_PREDICTORS, by="size", **bootstrap
+        ),
+    }
