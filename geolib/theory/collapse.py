@@ -36,23 +36,6 @@ def zipf_counts(n_types: int, n_tokens: int, exponent: float = 1.0, seed: Seed =
     return np.sort(counts[counts > 0])[::-1].astype(np.int64)
 
 
-def _lr_schedule(n_max: int, lr: float, lr_power: float) -> np.ndarray:
-    """Per-type step sizes η_k = lr · k^(−lr_power), k = 1..n_max."""
-    return lr * np.arange(1, n_max + 1, dtype=np.float64) ** -lr_power
-
-
-def _recursion(n_max: int, lr: float, lr_power: float) -> tuple[np.ndarray, np.ndarray]:
-    """a_n² and v_n for n = 1..n_max (see :func:`sgd_dispersion_theory`)."""
-    eta = _lr_schedule(n_max, lr, lr_power)
-    a2 = np.cumprod((1.0 - eta) ** 2)
-    v = np.empty_like(eta)
-    acc = 0.0
-    for k, e in enumerate(eta):
-        acc = (1.0 - e) ** 2 * acc + e**2
-        v[k] = acc
-    return a2, v
-
-
 def _counts(counts: Any) -> np.ndarray:
     c = check.array("counts", counts, positive=True)
     if np.any(c != np.round(c)):
@@ -67,13 +50,39 @@ def _lr(lr: Any) -> float:
     return lr
 
 
+@dataclass(frozen=True)
+class StepSchedule:
+    """SGD step sizes η_k = lr · k^(−lr_power) at a type's k-th update, checked once.
+
+    One object for the theory, the transient and the simulation, so all three use the same
+    steps. ``lr`` in (0, 1] (larger steps overshoot the target), ``lr_power`` >= 0.
+    """
+
+    lr: float
+    lr_power: float = 0.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "lr", _lr(self.lr))
+        object.__setattr__(self, "lr_power", check.scalar("lr_power", self.lr_power, low=0.0))
+
+    def steps(self, n_max: int) -> np.ndarray:
+        """η_k for k = 1..n_max."""
+        return self.lr * np.arange(1, n_max + 1, dtype=np.float64) ** -self.lr_power
+
+    def recursion(self, n_max: int) -> tuple[np.ndarray, np.ndarray]:
+        """a_n² and v_n for n = 1..n_max (see :func:`sgd_dispersion_theory`)."""
+        eta = self.steps(n_max)
+        a2 = np.cumprod((1.0 - eta) ** 2)
+        v = np.empty_like(eta)
+        acc = 0.0
+        for k, e in enumerate(eta):
+            acc = (1.0 - e) ** 2 * acc + e**2
+            v[k] = acc
+        return a2, v
+
+
 def sgd_dispersion_theory(
-    counts: Any,
-    *,
-    lr: float,
-    lr_power: float = 0.0,
-    noise: float = 1.0,
-    init_var: Any = 1.0,
+    counts: Any, schedule: StepSchedule, *, noise: float = 1.0, init_var: Any = 1.0
 ) -> np.ndarray:
     """Exact expected squared error per coordinate of SGD after n updates (quadratic toy).
 
@@ -83,19 +92,19 @@ def sgd_dispersion_theory(
 
         E[(e_n − μ)²] = a_n² · init_var + σ² · v_n,
 
-    where ``init_var`` = E[(e_0 − μ)²] per coordinate (scalar or one value per type). Constant
-    η (lr_power 0) gives exponential forgetting down to a floor σ²η/(2 − η): no power law. For
-    0 < p < 1 the tail is ≈ σ²η_n/2 ∝ n^(−p); lr = 1, p = 1 is the running mean, σ²/n.
+    with η_k from ``schedule`` and ``init_var`` = E[(e_0 − μ)²] per coordinate (scalar or one
+    value per type). Constant η (lr_power 0) gives exponential forgetting down to a floor
+    σ²η/(2 − η): no power law. For 0 < p < 1 the tail is ≈ σ²η_n/2 ∝ n^(−p); lr = 1, p = 1 is
+    the running mean, σ²/n.
     """
     n = _counts(counts)
-    lr, p = _lr(lr), check.scalar("lr_power", lr_power, low=0.0)
     sigma = check.scalar("noise", noise, low=0.0)
     init_var = np.asarray(init_var, dtype=np.float64)
     if not np.all(np.isfinite(init_var)) or np.any(init_var < 0):
         raise ValueError("init_var must be finite and >= 0")
     if init_var.ndim > 1 or (init_var.ndim == 1 and init_var.shape != n.shape):
         raise ValueError(f"init_var must be a scalar or one value per count, got {init_var.shape}")
-    a2, v = _recursion(int(n.max()), lr, p)
+    a2, v = schedule.recursion(int(n.max()))
     return a2[n - 1] * init_var + sigma**2 * v[n - 1]
 
 
@@ -107,9 +116,8 @@ def sgd_floor(lr: float, noise: float = 1.0) -> float:
 
 def transient_end(
     n_max: int,
+    schedule: StepSchedule,
     *,
-    lr: float,
-    lr_power: float = 0.0,
     noise: float = 1.0,
     init_var: float = 1.0,
     tol: float = 0.01,
@@ -123,11 +131,10 @@ def transient_end(
     types (not the mean) to make the cut hold for every type.
     """
     n_max = check.integer("n_max", n_max)
-    lr, p = _lr(lr), check.scalar("lr_power", lr_power, low=0.0)
     sigma = check.scalar("noise", noise, low=0.0, strict=True)
     init_var = check.scalar("init_var", init_var, low=0.0)
     tol = check.scalar("tol", tol, low=0.0, strict=True)
-    a2, v = _recursion(n_max, lr, p)
+    a2, v = schedule.recursion(n_max)
     ok = a2 * init_var <= tol * sigma**2 * v
     return int(np.argmax(ok)) + 1 if ok.any() else None
 
@@ -227,7 +234,7 @@ def variance_collapse(
     sigma = check.scalar("noise", noise, low=0.0, strict=True)
     init_scale = check.scalar("init_scale", init_scale, low=0.0)
     centroid_scale = check.scalar("centroid_scale", centroid_scale, low=0.0)
-    lr, p = _lr(lr), check.scalar("lr_power", lr_power, low=0.0)
+    schedule = StepSchedule(lr, lr_power)
     tol = check.scalar("transient_tol", transient_tol, low=0.0, strict=True)
     if n.size < 3 or np.unique(n).size < 2:
         raise ValueError("counts needs at least 3 types with 2 distinct counts for a slope")
@@ -239,7 +246,7 @@ def variance_collapse(
     starts = np.concatenate([[0], np.cumsum(ns)[:-1]])
     owner = np.repeat(np.arange(n_types), ns)
     mu = rng.normal(0.0, centroid_scale, size=(n_types, dim))
-    eta = _lr_schedule(int(ns[0]), lr, p)
+    eta = schedule.steps(int(ns[0]))
     active = np.searchsorted(-ns, -np.arange(1, ns[0] + 1), side="right")  # #types with n >= k
 
     chunk = max(1, 4_000_000 // (total * dim))
@@ -260,16 +267,16 @@ def variance_collapse(
     disp_mean = (sq_mean / (reps * dim))[inv]
     disp_sgd = (sq_sgd / (reps * dim))[inv]
     init_var = init_scale**2 + (mu**2).mean(axis=1)[inv]
-    sgd_theory = sgd_dispersion_theory(n, lr=lr, lr_power=p, noise=sigma, init_var=init_var)
+    sgd_theory = sgd_dispersion_theory(n, schedule, noise=sigma, init_var=init_var)
 
     n_min = transient_end(
-        int(n.max()), lr=lr, lr_power=p, noise=sigma, init_var=float(init_var.max()), tol=tol
+        int(n.max()), schedule, noise=sigma, init_var=float(init_var.max()), tol=tol
     )
     tail = n >= n_min if n_min is not None else np.zeros(n.size, dtype=bool)
     fittable = tail.sum() >= 3 and np.unique(n[tail]).size >= 2
     fit_tail = fit_loglog(n[tail], disp_sgd[tail], level) if fittable else None
     fit_tail_theory = fit_loglog(n[tail], sgd_theory[tail], level) if fittable else None
-    floor = sgd_floor(lr, sigma) if p == 0.0 else None
+    floor = sgd_floor(schedule.lr, sigma) if schedule.lr_power == 0.0 else None
     plateau = mean_ci(disp_sgd[tail], level) if floor is not None and tail.sum() >= 2 else None
     return VarianceCollapse(
         counts=n,
@@ -278,8 +285,8 @@ def variance_collapse(
         sample_mean_theory=sigma**2 / n,
         sgd_theory=sgd_theory,
         fit_sample_mean=fit_loglog(n, disp_mean, level),
-        lr=lr,
-        lr_power=p,
+        lr=schedule.lr,
+        lr_power=schedule.lr_power,
         transient_tol=tol,
         n_min=n_min,
         tail=tail,

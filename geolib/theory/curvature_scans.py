@@ -5,7 +5,7 @@ graph, geodesic vs chord balls, token-frequency scales) against the closed forms
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -32,6 +32,45 @@ from geolib.theory.curvature import (
     select_ball,
     subspace_variance_ratio,
 )
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How a scan samples each scale, shared by the sphere, graph and frequency scans.
+
+    The radial density g of ``kind`` (and ``shape``) at each scale, ``n_points`` points per
+    scale from one child of ``seed`` per scale (in scale order), the fit range's
+    ``fit_departure`` (:func:`departure_kappa_rho`) and the slope interval's ``level``.
+    """
+
+    kind: str
+    shape: float = 1.0
+    n_points: int = 20000
+    fit_departure: float = 0.02
+    level: float = 0.95
+    seed: Seed = 0
+
+
+def _fit_range(
+    sampling: Sampling, scales: np.ndarray, kappa: float, kappa_name: str
+) -> tuple[list[RadialDensity], float, np.ndarray, np.ndarray]:
+    """The density per scale and the scales where the closed form still holds.
+
+    Returns ``(densities, kr_max, kappa_rho, mask)``: ``mask`` keeps κρ <= ``kr_max``, the κρ
+    at which the sphere's closed form departs from the exact ratio by ``fit_departure``; a
+    slope needs 3 such scales. ``kappa_name`` names κ in the error (``max(kappa)`` for a graph).
+    """
+    kind, shape, departure = sampling.kind, sampling.shape, sampling.fit_departure
+    kr_max = departure_kappa_rho(kind, departure, shape=shape)
+    densities = [RadialDensity(kind, s, shape) for s in scales]
+    kr = kappa * np.array([g.effective_radius for g in densities])
+    mask = kr <= kr_max
+    if mask.sum() < 3:
+        raise ValueError(
+            f"need >= 3 scales with {kappa_name}*rho <= {kr_max:.3g} (departure {departure:g}), "
+            f"got {mask.sum()}"
+        )
+    return densities, kr_max, kr, mask
 
 
 @dataclass(frozen=True)
@@ -64,42 +103,27 @@ class CurvatureScan:
 
 
 def sphere_curvature_scan(
-    kappa: float,
-    kind: str,
-    scales: Any,
-    *,
-    dim: int = 2,
-    shape: float = 1.0,
-    n_points: int = 20000,
-    fit_departure: float = 0.02,
-    level: float = 0.95,
-    seed: Seed = 0,
+    kappa: float, scales: Any, sampling: Sampling, *, dim: int = 2
 ) -> CurvatureScan:
     """Sample one sphere neighbourhood per scale and compare its local PCA with the closed forms."""
     k = check.scalar("kappa", kappa, low=0.0, strict=True)
     scales = check.array("scales", scales, positive=True)
-    dim, n_points = check.integer("dim", dim), check.integer("n_points", n_points, low=dim + 2)
-    kr_max = departure_kappa_rho(kind, fit_departure, shape=shape)
-    kr = np.array([k * RadialDensity(kind, s, shape).effective_radius for s in scales])
-    mask = kr <= kr_max
-    if mask.sum() < 3:
-        raise ValueError(
-            f"need >= 3 scales with kappa*rho <= {kr_max:.3g} (departure {fit_departure:g}), "
-            f"got {mask.sum()}"
-        )
+    dim = check.integer("dim", dim)
+    n_points = check.integer("n_points", sampling.n_points, low=dim + 2)
+    densities, kr_max, kr, mask = _fit_range(sampling, scales, k, "kappa")
     pca, sub, closed, exact = (np.empty(scales.size) for _ in range(4))
-    for i, (s, child) in enumerate(zip(scales, check.child_seeds(seed, scales.size), strict=True)):
-        g = RadialDensity(kind, s, shape)
+    children = check.child_seeds(sampling.seed, scales.size)
+    for i, (g, child) in enumerate(zip(densities, children, strict=True)):
         nb = sample_sphere(k, dim, g, n_points, child)
         pca[i] = local_pca(nb.points, dim).ratio
         sub[i] = subspace_variance_ratio(nb)
         closed[i] = predicted_sphere_normal_variance_ratio(k, g)
         exact[i] = exact_sphere_normal_variance_ratio(k, g)
-    fit = fit_loglog(scales[mask], pca[mask], level)
+    fit = fit_loglog(scales[mask], pca[mask], sampling.level)
     return CurvatureScan(
         k,
-        kind,
-        float(shape),
+        sampling.kind,
+        float(sampling.shape),
         dim,
         scales,
         kr,
@@ -107,7 +131,7 @@ def sphere_curvature_scan(
         sub,
         closed,
         exact,
-        float(fit_departure),
+        float(sampling.fit_departure),
         kr_max,
         mask,
         fit,
@@ -141,42 +165,29 @@ class GraphCurvatureScan:
     fit: SlopeFit
 
 
-def graph_curvature_scan(
-    curvatures: Any,
-    kind: str,
-    scales: Any,
-    *,
-    shape: float = 1.0,
-    n_points: int = 20000,
-    fit_departure: float = 0.02,
-    level: float = 0.95,
-    seed: Seed = 0,
-) -> GraphCurvatureScan:
+def graph_curvature_scan(curvatures: Any, scales: Any, sampling: Sampling) -> GraphCurvatureScan:
     """Quadratic-graph neighbourhoods with principal curvatures ``curvatures`` (some may be 0)."""
     c = check.array("curvatures", curvatures)
     form = diagonal_second_form(c)
     if form.shape[0] == 0:
         raise ValueError("curvatures has no curved (nonzero) direction")
     scales = check.array("scales", scales, positive=True)
-    n_points = check.integer("n_points", n_points, low=c.size + 2)
-    kr_max = departure_kappa_rho(kind, fit_departure, shape=shape)
-    rho = np.array([RadialDensity(kind, s, shape).effective_radius for s in scales])
-    mask = c.max() * rho <= kr_max
-    if mask.sum() < 3:
-        raise ValueError(f"need >= 3 scales with max(kappa)*rho <= {kr_max:.3g}")
+    n_points = check.integer("n_points", sampling.n_points, low=c.size + 2)
+    densities, kr_max, _, mask = _fit_range(sampling, scales, c.max(), "max(kappa)")
     d, m = c.size, form.shape[0]
     sim, closed = np.empty((scales.size, m)), np.empty((scales.size, m))
     pca = np.empty(scales.size)
-    for i, (s, child) in enumerate(zip(scales, check.child_seeds(seed, scales.size), strict=True)):
-        g = RadialDensity(kind, s, shape)
+    children = check.child_seeds(sampling.seed, scales.size)
+    for i, (g, child) in enumerate(zip(densities, children, strict=True)):
         nb = sample_quadratic_graph(form, g, n_points, child)
         var = np.var(nb.points, axis=0, ddof=1)
         sim[i] = var[d:] / var[:d].sum()
         closed[i] = graph_normal_variance_ratios(form, g)
         pca[i] = local_pca(nb.points, d).ratio
-    fit = fit_loglog(scales[mask], pca[mask], level)
+    fit = fit_loglog(scales[mask], pca[mask], sampling.level)
+    shape, departure = float(sampling.shape), float(sampling.fit_departure)
     return GraphCurvatureScan(
-        c, kind, float(shape), scales, sim, closed, pca, float(fit_departure), kr_max, mask, fit
+        c, sampling.kind, shape, scales, sim, closed, pca, departure, kr_max, mask, fit
     )
 
 
@@ -269,42 +280,31 @@ class FrequencyCurvatureScan:
 def frequency_curvature_scan(
     kappa: float,
     counts: Any,
+    sampling: Sampling | None = None,
     *,
     noise: float = 1.0,
-    kind: str = "half_normal",
-    shape: float = 1.0,
     dim: int = 2,
     n_replicates: int = 64,
-    n_points: int = 20000,
-    fit_departure: float = 0.02,
-    level: float = 0.95,
-    seed: Seed = 0,
 ) -> FrequencyCurvatureScan:
     """:func:`sphere_curvature_scan` at the scales √(A1 estimator dispersion) for ``counts``.
 
     The dispersion is simulated in ``dim`` coordinates with ``n_replicates`` replicate corpora
-    and per-occurrence spread ``noise`` (A1's σ).
+    and per-occurrence spread ``noise`` (A1's σ). ``sampling`` defaults to the half-normal
+    density; its seed is split between the dispersion and the scan.
     """
+    sampling = Sampling("half_normal") if sampling is None else sampling
     counts = check.array("counts", counts, positive=True)
     if np.any(counts < 1):
         raise ValueError("counts must be >= 1")
-    disp_seed, scan_seed = check.child_seeds(seed, 2)
+    disp_seed, scan_seed = check.child_seeds(sampling.seed, 2)
     dispersion = sample_mean_dispersion(
         counts, dim=dim, noise=noise, n_replicates=n_replicates, seed=disp_seed
     )
-    scales = np.array([frequency_density(v, kind, shape).scale for v in dispersion])
-    scan = sphere_curvature_scan(
-        kappa,
-        kind,
-        scales,
-        dim=dim,
-        shape=shape,
-        n_points=n_points,
-        fit_departure=fit_departure,
-        level=level,
-        seed=scan_seed,
+    scales = np.array(
+        [frequency_density(v, sampling.kind, sampling.shape).scale for v in dispersion]
     )
+    scan = sphere_curvature_scan(kappa, scales, replace(sampling, seed=scan_seed), dim=dim)
     mask = scan.fit_mask
     return FrequencyCurvatureScan(
-        counts, dispersion, scan, fit_loglog(counts[mask], scan.simulated_pca[mask], level)
+        counts, dispersion, scan, fit_loglog(counts[mask], scan.simulated_pca[mask], sampling.level)
     )

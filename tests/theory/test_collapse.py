@@ -26,23 +26,29 @@ def _inside(fit, target, tol):
 
 def test_sgd_dispersion_theory_limits():
     n = np.arange(1, 2001)
-    running_mean = th.sgd_dispersion_theory(n, lr=1.0, lr_power=1.0, noise=2.0, init_var=5.0)
+    running_mean = th.sgd_dispersion_theory(n, th.StepSchedule(1.0, 1.0), noise=2.0, init_var=5.0)
     np.testing.assert_allclose(running_mean, 4.0 / n, rtol=1e-12)
-    constant = th.sgd_dispersion_theory(n, lr=0.1, noise=1.0, init_var=1.0)
+    constant = th.sgd_dispersion_theory(n, th.StepSchedule(0.1), noise=1.0, init_var=1.0)
     assert constant[-1] == pytest.approx(th.sgd_floor(0.1), rel=1e-9)
     assert constant[0] == pytest.approx(0.81 + 0.01)
-    tail = th.sgd_dispersion_theory(n, lr=0.5, lr_power=0.5, noise=1.0, init_var=1.0)
+    tail = th.sgd_dispersion_theory(n, th.StepSchedule(0.5, 0.5), noise=1.0, init_var=1.0)
     assert fit_loglog(n[500:], tail[500:]).slope == pytest.approx(-0.5, abs=0.02)
-    per_type = th.sgd_dispersion_theory([1, 2], lr=0.5, init_var=[1.0, 2.0])
+    per_type = th.sgd_dispersion_theory([1, 2], th.StepSchedule(0.5), init_var=[1.0, 2.0])
     np.testing.assert_allclose(per_type, [0.25 + 0.25, 0.0625 * 2 + 0.25 * 0.25 + 0.25])
-    with pytest.raises(ValueError, match="lr"):
-        th.sgd_dispersion_theory(n, lr=1.5)
     with pytest.raises(ValueError, match="integers"):
-        th.sgd_dispersion_theory([1.5, 2.0], lr=0.1)
+        th.sgd_dispersion_theory([1.5, 2.0], th.StepSchedule(0.1))
     with pytest.raises(ValueError, match="init_var"):
-        th.sgd_dispersion_theory([1, 2], lr=0.1, init_var=-1.0)
+        th.sgd_dispersion_theory([1, 2], th.StepSchedule(0.1), init_var=-1.0)
     with pytest.raises(ValueError, match="init_var"):
-        th.sgd_dispersion_theory([1, 2], lr=0.1, init_var=[1.0, 2.0, 3.0])
+        th.sgd_dispersion_theory([1, 2], th.StepSchedule(0.1), init_var=[1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize(
+    ("args", "match"), [((1.5,), "lr must be in"), ((0.0,), "lr"), ((0.1, -0.5), "lr_power")]
+)
+def test_step_schedule_validates(args, match):
+    with pytest.raises(ValueError, match=match):
+        th.StepSchedule(*args)
 
 
 def test_sgd_floor():
@@ -60,28 +66,29 @@ def test_transient_end_known_answers():
     lr, init_var, tol, sigma = 0.1, 2.0, 0.01, 1.5
     floor = th.sgd_floor(lr, sigma)
     expected = math.ceil(math.log(tol * floor / (init_var + tol * floor)) / (2 * math.log(1 - lr)))
-    n_min = th.transient_end(1000, lr=lr, noise=sigma, init_var=init_var, tol=tol)
+    schedule = th.StepSchedule(lr)
+    n_min = th.transient_end(1000, schedule, noise=sigma, init_var=init_var, tol=tol)
     assert n_min == expected
     # beyond it the initial-condition term stays below tol of the noise term, before it not
     n = np.arange(1, 1001)
-    full = th.sgd_dispersion_theory(n, lr=lr, noise=sigma, init_var=init_var)
-    noise_only = th.sgd_dispersion_theory(n, lr=lr, noise=sigma, init_var=0.0)
+    full = th.sgd_dispersion_theory(n, schedule, noise=sigma, init_var=init_var)
+    noise_only = th.sgd_dispersion_theory(n, schedule, noise=sigma, init_var=0.0)
     ratio = (full - noise_only) / noise_only
     assert np.all(ratio[n >= n_min] <= tol) and ratio[n_min - 2] > tol
     # decaying step: same criterion, later; a step of 1 forgets the start at once
-    assert th.transient_end(10_000, lr=0.5, lr_power=0.5, init_var=2.0) > 10
-    assert th.transient_end(5, lr=1.0, init_var=100.0) == 1
-    assert th.transient_end(expected - 1, lr=lr, noise=sigma, init_var=init_var, tol=tol) is None
+    assert th.transient_end(10_000, th.StepSchedule(0.5, 0.5), init_var=2.0) > 10
+    assert th.transient_end(5, th.StepSchedule(1.0), init_var=100.0) == 1
+    late = th.transient_end(expected - 1, schedule, noise=sigma, init_var=init_var, tol=tol)
+    assert late is None
     for kwargs, match in [
         ({"tol": 0.0}, "tol"),
         ({"init_var": -1.0}, "init_var"),
         ({"noise": 0.0}, "noise"),
-        ({"lr_power": -0.5}, "lr_power"),
     ]:
         with pytest.raises(ValueError, match=match):
-            th.transient_end(100, **({"lr": 0.1} | kwargs))
+            th.transient_end(100, th.StepSchedule(0.1), **kwargs)
     with pytest.raises(ValueError, match="n_max"):
-        th.transient_end(0, lr=0.1)
+        th.transient_end(0, th.StepSchedule(0.1))
 
 
 def test_variance_collapse_sample_mean_slope_and_sgd_plateau():

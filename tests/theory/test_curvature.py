@@ -278,7 +278,9 @@ SCALES = np.logspace(-3, 0.5, 12)
 
 @pytest.mark.parametrize(("kind", "shape"), [("half_normal", 1), ("exponential", 1), ("gamma", 3)])
 def test_sphere_scan_slope_two(kind, shape):
-    scan = scans.sphere_curvature_scan(1.0, kind, SCALES, shape=shape, n_points=8000, seed=0)
+    scan = scans.sphere_curvature_scan(
+        1.0, SCALES, scans.Sampling(kind, shape, n_points=8000, seed=0)
+    )
     assert _inside(scan.fit, 2.0, 0.15)  # tolerance: ± 0.15 at 8000 points per scale
     m = scan.fit_mask
     np.testing.assert_allclose(scan.simulated_pca[m] / scan.closed_form[m], 1, atol=0.15)
@@ -288,18 +290,19 @@ def test_sphere_scan_slope_two(kind, shape):
 
 
 def test_scan_is_deterministic_and_validates():
-    a = scans.sphere_curvature_scan(1.0, "half_normal", SCALES, n_points=500, seed=5)
-    b = scans.sphere_curvature_scan(1.0, "half_normal", SCALES, n_points=500, seed=5)
+    sampling = scans.Sampling("half_normal", n_points=500, seed=5)
+    a = scans.sphere_curvature_scan(1.0, SCALES, sampling)
+    b = scans.sphere_curvature_scan(1.0, SCALES, sampling)
     np.testing.assert_array_equal(a.simulated_pca, b.simulated_pca)
     with pytest.raises(ValueError, match=">= 3 scales"):
-        scans.sphere_curvature_scan(1.0, "half_normal", [1.0, 2.0, 3.0], n_points=500)
+        scans.sphere_curvature_scan(1.0, [1.0, 2.0, 3.0], sampling)
     with pytest.raises(ValueError, match="kappa"):
-        scans.sphere_curvature_scan(0.0, "half_normal", SCALES, n_points=500)
+        scans.sphere_curvature_scan(0.0, SCALES, sampling)
 
 
 def test_graph_scan_curved_and_flat_directions():
     scan = scans.graph_curvature_scan(
-        [1.0, 0.25, 0.0], "half_normal", SCALES, n_points=8000, seed=0
+        [1.0, 0.25, 0.0], SCALES, scans.Sampling("half_normal", n_points=8000, seed=0)
     )
     assert scan.simulated.shape == (SCALES.size, 2)  # the flat direction adds no normal axis
     assert _inside(scan.fit, 2.0, 0.15)
@@ -307,13 +310,17 @@ def test_graph_scan_curved_and_flat_directions():
     # curvature 1 vs 0.25: variance ratio 16 at every scale
     np.testing.assert_allclose(scan.closed_form[:, 0] / scan.closed_form[:, 1], 16.0)
     with pytest.raises(ValueError, match="no curved"):
-        scans.graph_curvature_scan([0.0, 0.0], "half_normal", SCALES)
+        scans.graph_curvature_scan([0.0, 0.0], SCALES, scans.Sampling("half_normal"))
 
 
 def test_frequency_scan_takes_its_scale_from_the_a1_estimator():
     counts = np.logspace(0, 4, 9).round()
     scan = scans.frequency_curvature_scan(
-        1.0, counts, noise=0.5, n_replicates=256, n_points=8000, seed=0
+        1.0,
+        counts,
+        scans.Sampling("half_normal", n_points=8000, seed=0),
+        noise=0.5,
+        n_replicates=256,
     )
     # the scale is sqrt of the estimator's dispersion, whose expectation is noise²/n
     np.testing.assert_allclose(scan.scan.scales, np.sqrt(scan.dispersion))
@@ -325,7 +332,7 @@ def test_frequency_scan_takes_its_scale_from_the_a1_estimator():
 
 
 def test_scan_fit_range_is_the_measured_departure():
-    scan = scans.sphere_curvature_scan(1.0, "exponential", SCALES, n_points=500, seed=0)
+    scan = scans.sphere_curvature_scan(1.0, SCALES, scans.Sampling("exponential", n_points=500))
     kr = th.departure_kappa_rho("exponential", 0.02)
     assert scan.fit_kappa_rho == kr and scan.fit_departure == 0.02
     np.testing.assert_array_equal(scan.fit_mask, scan.kappa_rho <= kr)
@@ -333,12 +340,14 @@ def test_scan_fit_range_is_the_measured_departure():
     m = scan.fit_mask
     assert np.all(1 - scan.exact[m] / scan.closed_form[m] <= 0.02 + 1e-12)
     assert 1 - scan.exact[~m][0] / scan.closed_form[~m][0] > 0.02
-    graph = scans.graph_curvature_scan([2.0, 0.5], "half_normal", SCALES, n_points=500, seed=0)
+    graph = scans.graph_curvature_scan(
+        [2.0, 0.5], SCALES, scans.Sampling("half_normal", n_points=500)
+    )
     rho = np.array([th.RadialDensity("half_normal", s).effective_radius for s in SCALES])
     kr_hn = th.departure_kappa_rho("half_normal", 0.02)
     np.testing.assert_array_equal(graph.fit_mask, 2.0 * rho <= kr_hn)
     with pytest.raises(ValueError, match="departure"):
-        scans.sphere_curvature_scan(1.0, "half_normal", SCALES, fit_departure=0.0)
+        scans.sphere_curvature_scan(1.0, SCALES, scans.Sampling("half_normal", fit_departure=0.0))
 
 
 # ------------------------------------------------------------------------------------------
