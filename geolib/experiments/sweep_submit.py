@@ -92,16 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--slurm-partition")
     parser.add_argument("--wait", action="store_true", help="wait and report each result")
     args = parser.parse_args(argv)
-    jobs = submit(
-        args.params,
-        args.points,
-        executor=args.executor,
-        folder=args.folder,
-        timeout_min=args.timeout_min,
-        cpus_per_task=args.cpus_per_task,
-        gpus=args.gpus,
-        slurm_partition=args.slurm_partition,
-    )
+    options = ("executor", "folder", "timeout_min", "cpus_per_task", "gpus", "slurm_partition")
+    jobs = submit(args.params, args.points, **{name: getattr(args, name) for name in options})
     print(f"submitted {len(jobs)} jobs: {', '.join(j.job_id for j in jobs)}")
     if args.wait:
         for job in jobs:
