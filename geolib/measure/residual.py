@@ -30,6 +30,8 @@ also take some of the dead direction, do better; then :func:`gain_fraction` is u
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 
@@ -45,15 +47,27 @@ __all__ = [
 ]
 
 
-def _participation(total: np.ndarray, sum_sq: np.ndarray, n: int) -> np.ndarray:
-    """IsoScore ``(tr^2 / ||.||_F^2 - 1) / (n - 1)`` clipped to [0, 1], elementwise."""
+#: a residual holding less than this share of the covariance's trace has nothing left to score
+#: (what remains is rounding: a representation collapsed onto the removed subspace)
+EMPTY_RESIDUAL = 1e-9
+
+
+def _participation(total: Any, sum_sq: Any, n: int, trace: Any) -> np.ndarray:
+    """IsoScore ``(tr^2 / ||.||_F^2 - 1) / (n - 1)`` of a residual with trace ``total`` and
+    squared Frobenius norm ``sum_sq``, clipped to [0, 1], elementwise.
+
+    NaN (undefined) where the residual keeps at most :data:`EMPTY_RESIDUAL` of ``trace`` (the
+    covariance's own trace) or its ratio is not finite: the states span at most the removed
+    subspace, and what is left is rounding. Callers count such units as undefined."""
     if n < 2:
         raise ValueError(f"IsoScore needs dimension >= 2, the residual has {n}")
+    if np.any(np.asarray(trace) <= 0):
+        raise ValueError("covariance is zero: no variance to measure")
+    total, sum_sq = np.asarray(total, dtype=np.float64), np.asarray(sum_sq, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         k = total * total / sum_sq
-    if np.any(~np.isfinite(k)):
-        raise ValueError("residual covariance is zero: nothing left to measure")
-    return np.clip((k - 1.0) / (n - 1.0), 0.0, 1.0)
+    empty = (total <= EMPTY_RESIDUAL * np.asarray(trace, dtype=np.float64)) | ~np.isfinite(k)
+    return np.clip((np.where(empty, np.nan, k) - 1.0) / (n - 1.0), 0.0, 1.0)
 
 
 def _covariances(s: np.ndarray) -> np.ndarray:
@@ -100,7 +114,7 @@ def isoscore_of_covariance(S: np.ndarray) -> np.ndarray | float:
     trace/Frobenius route, so that changes from it carry no method difference."""
     s = _covariances(S)
     tr = np.trace(s, axis1=-2, axis2=-1)
-    out = _participation(tr, (s * s).sum((-2, -1)), s.shape[-1])
+    out = _participation(tr, (s * s).sum((-2, -1)), s.shape[-1], tr)
     return float(out) if s.ndim == 2 else out
 
 
@@ -125,7 +139,7 @@ def residual_isoscore(S: np.ndarray, bases: np.ndarray) -> np.ndarray:
     fro_s = (st * st).sum((-2, -1))[:, None]
     total = tr_s - torch.diagonal(utsu, dim1=-2, dim2=-1).sum(-1)
     sum_sq = fro_s - 2.0 * (su * su).sum((-2, -1)) + (utsu * utsu).sum((-2, -1))
-    out = _participation(total.numpy(), sum_sq.numpy(), d - k)
+    out = _participation(total.numpy(), sum_sq.numpy(), d - k, tr_s.numpy())
     return out[0] if single else out
 
 
@@ -147,7 +161,9 @@ def top_removal_isoscores(S: np.ndarray, ranks: list[int]) -> dict[int, np.ndarr
     c1, c2 = np.cumsum(lam, axis=-1), np.cumsum(lam * lam, axis=-1)
     out = {}
     for k in ranks:
-        v = _participation(c1[..., d - int(k) - 1], c2[..., d - int(k) - 1], d - int(k))
+        v = _participation(
+            c1[..., d - int(k) - 1], c2[..., d - int(k) - 1], d - int(k), c1[..., -1]
+        )
         out[int(k)] = float(v) if s.ndim == 2 else v
     return out
 
@@ -180,7 +196,7 @@ def top_removal_isoscore_near(S: np.ndarray, start: np.ndarray, iters: int = 6) 
     tr_s = torch.diagonal(s, dim1=-2, dim2=-1).sum(-1)
     total = tr_s - torch.diagonal(vtsv, dim1=-2, dim2=-1).sum(-1)
     sum_sq = (s * s).sum((-2, -1)) - 2.0 * (sv * sv).sum((-2, -1)) + (vtsv * vtsv).sum((-2, -1))
-    return _participation(total.numpy(), sum_sq.numpy(), d - k)
+    return _participation(total.numpy(), sum_sq.numpy(), d - k, tr_s.numpy())
 
 
 def gain_fraction(

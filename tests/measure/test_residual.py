@@ -200,3 +200,27 @@ def test_isoscore_of_covariance_matches_metrics():
     c = np.cov(_cloud(rng), rowvar=False)
     assert isoscore_of_covariance(c) == pytest.approx(isoscore_from_cov(c), rel=1e-10)
     assert np.allclose(isoscore_of_covariance(np.stack([c, 3 * c])), isoscore_from_cov(c))
+
+
+def test_a_collapsed_representation_is_undefined_not_an_error():
+    """States spanning only k directions leave rounding after the top-k removal: every route
+    says NaN (undefined) there, and stays finite when the residual still has variance."""
+    from geolib.measure.residual import (
+        isoscore_of_covariance,
+        top_removal_isoscore_near,
+        top_removal_isoscores,
+    )
+
+    rng = np.random.default_rng(3)
+    u = _orthonormal(rng, 10, 3)
+    x = rng.standard_normal((500, 3)) * [3.0, 2.0, 1.0] @ u.T  # rank 3 in d = 10
+    s = np.cov(x, rowvar=False)
+    stack = np.stack([s, s * 1.01])
+    assert np.isnan(top_removal_isoscore(s, 3))
+    assert np.isnan(residual_isoscore(s, u)).all()
+    assert np.isnan(top_removal_isoscore_near(stack, u)).all()
+    assert np.isfinite(top_removal_isoscores(s, [1, 2])[2])  # one direction still left
+    with pytest.raises(ValueError, match="covariance is zero"):
+        isoscore_of_covariance(np.zeros((4, 4)))  # no variance at all: bad input
+    full = np.cov(_cloud(rng), rowvar=False)
+    assert np.isfinite(top_removal_isoscore(full, 3))
