@@ -101,13 +101,34 @@ def matched_differences(
     return out
 
 
+def per_seed_sd(raw_low: float, raw_high: float, sd: float, dof: int, level: float):
+    """``[raw_low, raw_high]`` (a difference in the quantity's own units) in units of the seed
+    sd σ, carrying σ's own uncertainty: σ's chi-square interval from its ``dof`` degrees of
+    freedom (``sd²·dof/σ² ~ χ²(dof)``) at ``level``, the bounds divided by whichever end of it
+    widens them. Both intervals at √(joint level) each make the result conservative at the
+    joint level. Returns ``(low, high)``."""
+    from scipy.stats import chi2
+
+    alpha = 1.0 - level
+    sigma_low = sd * math.sqrt(dof / chi2.ppf(1.0 - alpha / 2, dof))
+    sigma_high = sd * math.sqrt(dof / chi2.ppf(alpha / 2, dof))
+    low = raw_low / (sigma_low if raw_low < 0 else sigma_high)
+    high = raw_high / (sigma_low if raw_high > 0 else sigma_high)
+    return low, high
+
+
 def effect(
     table: pd.DataFrame, factor: str, low: Any, high: Any, quantity: str, level: float = 0.95
 ) -> dict[str, Any]:
-    """Mean matched difference (high − low) of ``quantity`` in seed-sd units, t-interval."""
+    """Mean matched difference (high − low) of ``quantity`` in seed-sd units with two intervals:
+    ``ci_*`` treats the seed sd as known (Student-t over the pairs); ``ci_*_sd`` also carries
+    the seed sd's own uncertainty (:func:`per_seed_sd`, each part at √level), what a rule
+    judging "more than the seed spread" reads."""
     pairs = matched_differences(table, factor, low, high, quantity)
     sd, dof = seed_sd(table, quantity)
     est = mean_ci(pairs["difference"] / sd, level)
+    raw = mean_ci(pairs["difference"], math.sqrt(level))
+    wide = per_seed_sd(raw.low, raw.high, sd, dof, math.sqrt(level))
     return {
         "factor": factor,
         "low": low,
@@ -116,6 +137,8 @@ def effect(
         "effect_sd": est.value,
         "ci_low": est.low,
         "ci_high": est.high,
+        "ci_low_sd": wide[0],
+        "ci_high_sd": wide[1],
         "n_pairs": est.n,
         "raw_difference": float(pairs["difference"].mean()),
         "seed_sd": sd,
@@ -141,9 +164,10 @@ def interaction(
     level: float = 0.95,
 ) -> dict[str, Any]:
     """The effect of ``factor`` on ``quantity`` at ``by = levels[1]`` minus at ``levels[0]``, in
-    seed-sd units, with a Welch interval."""
+    seed-sd units, with a Welch interval (``ci_*``: seed sd known; ``ci_*_sd``: carrying its
+    uncertainty, as in :func:`effect`)."""
     pairs = matched_differences(table, factor, low, high, quantity)
-    sd, _ = seed_sd(table, quantity)
+    sd, sd_dof = seed_sd(table, quantity)
     a = (pairs[pairs[by] == levels[0]]["difference"] / sd).to_numpy()
     b = (pairs[pairs[by] == levels[1]]["difference"] / sd).to_numpy()
     if len(a) < 2 or len(b) < 2:
@@ -153,6 +177,8 @@ def interaction(
     dof = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1)) if se > 0 else 1
     diff = float(b.mean() - a.mean())
     h = t_quantile(level, max(1, int(dof))) * se
+    h_each = t_quantile(math.sqrt(level), max(1, int(dof))) * se
+    wide = per_seed_sd((diff - h_each) * sd, (diff + h_each) * sd, sd, sd_dof, math.sqrt(level))
     return {
         "factor": factor,
         "quantity": quantity,
@@ -161,6 +187,8 @@ def interaction(
         "interaction_sd": diff,
         "ci_low": diff - h,
         "ci_high": diff + h,
+        "ci_low_sd": wide[0],
+        "ci_high_sd": wide[1],
         "n_pairs": len(a) + len(b),
     }
 
