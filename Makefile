@@ -11,8 +11,9 @@ export PYTHONHASHSEED := 0
 
 .PHONY: all env test test-all test-device smoke lint bench clean-env
 
+# dvc repro, with the many small training and measuring stages two at a time (scripts/lanes.py)
 all: env
-	$(BIN)/dvc repro
+	$(BIN)/python scripts/lanes.py --pipeline
 
 # The environment is (re)built whenever pyproject.toml or requirements-nodeps.txt changes.
 env: $(VENV)/.installed

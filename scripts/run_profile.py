@@ -31,6 +31,7 @@ import yaml
 
 from geolib.config import apply_profile, load_params
 from geolib.models.grid import check_grid, check_names_listed
+from geolib.models.replicas import check_listed
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Download caches (``persist: true`` outs) worth keeping and seeding: they are slow to fetch.
@@ -84,6 +85,7 @@ def merged_params(profile_file: Path, base: Path = ROOT / "params.yaml") -> dict
     try:
         check_grid(params)
         check_names_listed(params["saturation"])
+        check_listed(params)
     except (ValueError, KeyError) as exc:
         raise SystemExit(f"profile {profile_file}: {exc}") from exc
     return params
@@ -138,9 +140,9 @@ def main(argv: list[str] | None = None) -> int:
         env["GEOLIB_AUDIT_DIR"] = str(audit_dir)
         env["GEOLIB_AUDIT_ROOT"] = str(dest)
     env["PYTHONPATH"] = os.pathsep.join(python_path + [env.get("PYTHONPATH", "")]).rstrip(":")
-    dvc = Path(sys.executable).parent / "dvc"
     print(f"profile {args.profile}: running the pipeline in {dest}", flush=True)
-    subprocess.run([str(dvc), "repro"], cwd=dest, env=env, check=True)
+    lanes = [sys.executable, str(dest / "scripts" / "lanes.py"), "--pipeline"]
+    subprocess.run(lanes, cwd=dest, env=env, check=True)  # as `make all` runs it
     if args.audit:
         check = [sys.executable, str(dest / "scripts" / "check_io.py"), str(audit_dir)]
         subprocess.run(check, cwd=dest, check=True)

@@ -188,6 +188,7 @@ def test_the_retraining_check_sees_training_and_measuring_stages():
         "train_olmo_sgd",
         "sweep_train",
         "saturation_train",
+        "train_replica",
     }
     assert training_stages() == train
     assert train <= stages_invalidated_by("geolib/models/train.py")

@@ -508,3 +508,36 @@ def test_io_check_exemptions_name_real_stages_and_their_outs():
 
 def _out_paths(stage: dict) -> list[str]:
     return [o if isinstance(o, str) else next(iter(o)) for o in stage.get("outs", [])]
+
+
+def test_lanes_run_matched_stages_side_by_side_and_stop_after_a_failure(tmp_path, monkeypatch):
+    """scripts/lanes.py against a stand-in `dvc` that records when each stage runs."""
+    lanes = _load_script("lanes")
+    log = tmp_path / "log"
+    fake = tmp_path / "dvc"
+    fake.write_text(
+        "#!/bin/sh\n"  # args: --wait-for-lock repro --single-item NAME
+        f'echo "start $4 $OMP_NUM_THREADS $GEOLIB_JOBS" >> {log}\n'
+        'sleep 0.3; case "$4" in bad*) exit 3;; esac\n'
+        f'echo "end $4" >> {log}\n'
+    )
+    fake.chmod(0o755)
+    monkeypatch.setattr(lanes, "dvc", lambda: str(fake))
+    monkeypatch.setattr(lanes.os, "cpu_count", lambda: 4)
+    names = ["prepare", "sweep_train@a", "sweep_train@b", "train_x", "training"]
+    assert lanes.matching(names, ["sweep_train@*", "train_*"]) == names[1:4]
+    with pytest.raises(SystemExit, match="no stage matches 'tarin_"):
+        lanes.matching(names, ["tarin_*"])
+    assert lanes.lane_env(2, cores=4)["OMP_NUM_THREADS"] == "2"
+    assert lanes.lane_env(4, cores=2)["OMP_NUM_THREADS"] == "1"  # never 0 threads
+
+    results = lanes.run(["a", "b"], lanes=2, root=tmp_path)
+    events = log.read_text().split("\n")
+    assert [r[:2] for r in results] == [("a", 0), ("b", 0)]
+    assert events[0].startswith("start") and events[1].startswith("start")  # side by side
+    assert events[0].split()[2:] == ["2", "2"]  # 4 cores / 2 lanes, GEOLIB_JOBS=2
+
+    log.write_text("")
+    results = lanes.run(["bad", "c", "d", "e"], lanes=1, root=tmp_path)
+    assert [r[:2] for r in results] == [("bad", 3), ("c", -1), ("d", -1), ("e", -1)]
+    assert log.read_text().split() == ["start", "bad", "4", "1"]  # nothing started after it

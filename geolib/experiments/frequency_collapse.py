@@ -42,6 +42,7 @@ from geolib.measure.frequency import (
 from geolib.measure.probes import layer_names, residual_states
 from geolib.measure.stats import Interval
 from geolib.models.checkpoints import load
+from geolib.models.replicas import per_seed
 from geolib.models.runs import available_steps, read_run_info
 from geolib.stage import stage
 
@@ -214,6 +215,9 @@ def run_stage(p: dict[str, Any], log=print) -> dict[str, Any]:
         write_table(out / f"{name}.csv", pd.DataFrame(rows))
     summary = summarise(tables["fits"])
     summary["n_state_tokens"] = int(windows.size)
+    summary |= per_seed(  # A1 again on each seed's models: the trained model is the unit
+        list(p["runs"]), lambda runs: summarise([f for f in tables["fits"] if f["run"] in runs])
+    )
     write_json(out / "summary.json", summary, indent=1, sort_keys=True)
     return summary
 

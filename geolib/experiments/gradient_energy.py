@@ -58,6 +58,7 @@ from geolib.measure.probes import (
 )
 from geolib.measure.stats import Interval, bootstrap_weights, percentile_interval
 from geolib.models.checkpoints import checkpoints_of, load, step_number, training_mask_prob
+from geolib.models.replicas import per_seed
 from geolib.stage import stage
 
 # ---------------------------------------------------------------------------------------------
@@ -214,13 +215,10 @@ def analyse_run(
                 r = r_energy(e, n_boot=n_boot, level=level, seed=seed)
                 result.energies[(step, layer, k, name)] = e
                 result.ratios[(step, layer, k, name)] = r
+                unit = dict(run=source, decoder=decoder, step=step, layer=layer, layer_index=li)
                 result.rows.append(
                     {
-                        "run": source,
-                        "decoder": decoder,
-                        "step": step,
-                        "layer": layer,
-                        "layer_index": li,
+                        **unit,
                         "k": k,
                         "source": name,
                         "r_energy": r.ratio,
@@ -579,10 +577,25 @@ def run_stage(p: dict[str, Any], log=print) -> dict[str, Any]:
     write_table(out / "losses.csv", losses)
     checkpoints = pd.DataFrame([row for r in results for row in r.checkpoints])
     write_csv(out / "checkpoints.csv", checkpoints, index=False)
+    summary = summarise_tables(results, ratios, losses, p)
+    summary |= per_seed(  # each claim again on each seed's models: the model is the unit
+        [r.run for r in results],
+        lambda runs: summarise_tables(
+            [r for r in results if r.run in runs],
+            ratios[ratios["run"].isin(runs)],
+            losses[losses["run"].isin(runs)],
+            p,
+        ),
+    )
+    write_json(out / "summary.json", summary, indent=1, sort_keys=True)
+    return summary
+
+
+def summarise_tables(results: list[RunResult], ratios: Any, losses: Any, p: dict[str, Any]):
+    """:func:`summarise` and, where the section declares rules v2, their counts."""
     summary = summarise(results, p)
     if "a4_v2" in p:
         summary |= rule_v2_counts(ratios, losses, p)
-    write_json(out / "summary.json", summary, indent=1, sort_keys=True)
     return summary
 
 

@@ -62,6 +62,7 @@ from geolib.measure.residual import (
 )
 from geolib.measure.stats import bootstrap_weights, percentile_interval
 from geolib.models.checkpoints import checkpoints_of, load, step_number, training_mask_prob
+from geolib.models.replicas import per_seed
 from geolib.stage import stage
 
 
@@ -210,7 +211,9 @@ def analyse_run(
                     top_removal_isoscores(sg, ranks),
                 )
             boot_cache: dict[float, tuple] = {}
+            where = dict(run=source, decoder=decoder, step=step, layer=layer, layer_index=li)
             for k in ranks:
+                unit = {**where, "k": k}
                 if step in frozen_steps:
                     frozen[(step, layer, k)] = refit[k]
                 sources = {REFIT: refit[k]} | {
@@ -242,12 +245,7 @@ def analyse_run(
                     for name, t in sources.items():
                         d_t, d_n = _removals(s, base, t, controls[name])
                         row = {
-                            "run": source,
-                            "decoder": decoder,
-                            "step": step,
-                            "layer": layer,
-                            "layer_index": li,
-                            "k": k,
+                            **unit,
                             "zeta": zeta,
                             "source": name,
                             "isoscore_star": float(base),
@@ -401,6 +399,9 @@ def run_stage(p: dict[str, Any], log=print) -> dict[str, Any]:
     rows = pd.DataFrame([row for r in results for row in r.rows])
     write_table(out / "residual_isotropy.csv", rows)
     summary = summarise(results, p)
+    summary |= per_seed(  # A5 again on each seed's models: the trained model is the unit
+        [r.run for r in results], lambda runs: summarise([r for r in results if r.run in runs], p)
+    )
     write_json(out / "summary.json", summary, indent=1, sort_keys=True)
     return summary
 

@@ -448,6 +448,40 @@ def seeds_agreeing(statuses: Iterable[str], status: str) -> str:
     return f"{sum(s == status for s in rows)} of {len(rows)}"
 
 
+def seed_statuses(
+    summary: Mapping[str, Any], decide: Callable[[Mapping[str, Any]], str]
+) -> dict[str, str]:
+    """Each seed's status: ``decide`` applied to the analysis summary of that seed's models
+    (``summary["by_seed"]``, one entry per seed, written by the analysis stages); a summary
+    without it holds one seed and is its only entry (key ``"all"``). For :func:`seeds_agreeing`.
+    """
+    groups = summary.get("by_seed") or {"all": summary}
+    return {seed: decide(group) for seed, group in groups.items()}
+
+
+def over_seeds(values: Mapping[str, float], level: float = 0.95) -> str:
+    """A per-seed key number summarised over seeds, the trained model as the unit:
+    ``"mean [low, high] over n seeds (t)"`` (Student-t, :func:`geolib.measure.stats.interval`),
+    or the one value with "one seed". A seed whose value is undefined (NaN: no units to count)
+    is left out and named; infinite values are an error."""
+    from geolib.measure.stats import interval
+
+    if not values:
+        raise ValueError("over_seeds needs at least one seed")
+    x = {seed: float(v) for seed, v in values.items()}
+    if any(np.isinf(v) for v in x.values()):
+        raise ValueError(f"over_seeds: infinite per-seed value in {x}")
+    undefined = [seed for seed, v in x.items() if np.isnan(v)]
+    ok = np.array([v for v in x.values() if not np.isnan(v)])
+    note = f"; undefined for seed {', '.join(undefined)}" if undefined else ""
+    if ok.size == 0:
+        return "undefined for every seed"
+    if ok.size == 1:
+        return f"{ok[0]:.3g} (one seed{note})"
+    iv = interval(None, ok, level=level, unit="seed")
+    return f"{iv.value:.3g} [{iv.low:.3g}, {iv.high:.3g}] over {ok.size} seeds ({iv.method}{note})"
+
+
 def robustness(status: str, alternatives: Mapping[str, str]) -> str:
     """``"yes"`` when every declared alternative analysis gives ``status``; otherwise
     ``"fragile: <alternative> → <its status>; …"`` naming each one that flips it. An

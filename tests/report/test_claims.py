@@ -376,6 +376,40 @@ def test_a_failed_premise_is_inconclusive_whatever_the_numbers_say():
         given_premise(rule, False, " ", decide)
 
 
+def test_seed_statuses_decide_each_seed_group():
+    from geolib.report.claims import seed_statuses, seeds_agreeing
+
+    summary = {"x": 5, "by_seed": {"0": {"x": 5}, "1": {"x": 20}, "2": {"x": 7}}}
+    decide = lambda s: "reproduced" if s["x"] < 10 else "not reproduced"  # noqa: E731
+    statuses = seed_statuses(summary, decide)
+    assert statuses == {"0": "reproduced", "1": "not reproduced", "2": "reproduced"}
+    assert seeds_agreeing(statuses.values(), decide(summary)) == "2 of 3"
+    assert seed_statuses({"x": 50}, decide) == {"all": "not reproduced"}  # one seed
+
+
+def test_over_seeds_is_students_t_over_the_seed_values():
+    import numpy as np
+    from scipy import stats as st
+
+    from geolib.report.claims import over_seeds
+
+    x = [0.5, 0.6, 0.7]
+    half = st.t.ppf(0.975, 2) * np.std(x, ddof=1) / np.sqrt(3)
+    assert over_seeds({"0": 0.5, "1": 0.6, "2": 0.7}) == (
+        f"0.6 [{0.6 - half:.3g}, {0.6 + half:.3g}] over 3 seeds (t)"
+    )
+    assert over_seeds({"all": 2.5}) == "2.5 (one seed)"
+    nan = float("nan")
+    assert over_seeds({"0": nan, "1": 1.0}) == "1 (one seed; undefined for seed 0)"
+    assert over_seeds({"0": 0.5, "1": nan, "2": 0.7}).endswith(
+        "over 2 seeds (t; undefined for seed 1)"
+    )
+    assert over_seeds({"0": nan}) == "undefined for every seed"
+    for bad in ({}, {"0": float("inf"), "1": 1.0}):
+        with pytest.raises(ValueError, match="over_seeds"):
+            over_seeds(bad)
+
+
 def test_seeds_agreeing_and_robustness():
     from geolib.report.claims import robustness, seeds_agreeing
 

@@ -1,0 +1,122 @@
+"""Seed replicates of the default Paper A models: the trained model, not a token, is the unit.
+
+Each replicate is a default model (section ``train_<model>`` over ``train``: pythia, olmo,
+olmo_sgd, bert) trained again with another seed; only ``seed`` changes (initialisation, batch
+order, validation draw). Its name is ``<model>-s<seed>`` and it trains into
+``<run_root>/<name>``, so a DVC ``foreach`` stage per name retrains exactly the replicates whose
+values change. Seed ``common.seed`` is the default run itself (``runs/<model>``) and is not
+repeated here.
+
+    python -m geolib.models.replicas names              # the replicates of section `replicas`
+    python -m geolib.models.replicas train NAME         # stage train_replica@NAME
+
+The analysis stages group their runs by :func:`identity` (family, seed) to decide each claim
+once per seed; this module imports no measurement code, so editing one retrains nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from geolib.config import load_params
+from geolib.models.runs import is_run_dir, read_run_info
+from geolib.models.train import TrainConfig, params_to_config, train
+
+_NAME = re.compile(r"^(?P<model>[a-z][a-z0-9_]*)-s(?P<seed>\d+)$")
+
+
+def names(section: Mapping[str, Any], default_seed: int = 0) -> list[str]:
+    """``<model>-s<seed>`` for every model and seed of the ``replicas`` section, model-major.
+    A seed equal to ``default_seed`` (the default run's) or repeated is an error."""
+    models, seeds = list(section["models"]), [int(s) for s in section["seeds"]]
+    if len(set(seeds)) != len(seeds) or default_seed in seeds:
+        raise ValueError(
+            f"replicas.seeds must be distinct and differ from the default runs' seed "
+            f"{default_seed}, got {seeds}"
+        )
+    if len(set(models)) != len(models):
+        raise ValueError(f"replicas.models repeats a model: {models}")
+    return [f"{model}-s{seed}" for model in models for seed in seeds]
+
+
+def parse(name: str) -> tuple[str, int]:
+    """``(model, seed)`` of a replicate's name (``model`` names its ``train_<model>`` section)."""
+    m = _NAME.match(name)
+    if not m:
+        raise ValueError(f"replicate names look like 'pythia-s1', got {name!r}")
+    return m["model"], int(m["seed"])
+
+
+def check_listed(params: Mapping[str, Any]) -> list[str]:
+    """The replicates' names; error if ``replicas.names`` (the DVC foreach list) differs."""
+    expected = names(params["replicas"], int(params.get("common", {}).get("seed", 0)))
+    if list(params["replicas"].get("names", [])) != expected:
+        raise ValueError(
+            "replicas.names must equal the models x seeds of section replicas (python -m "
+            f"geolib.models.replicas names): {expected}"
+        )
+    return expected
+
+
+def replica(params_path: str | Path, name: str) -> tuple[TrainConfig, Path]:
+    """The configuration and run folder of replicate ``name``: ``train_<model>`` with its seed."""
+    params = load_params(params_path)
+    section = params["replicas"]
+    if name not in check_listed(params):
+        raise ValueError(f"{name!r} is not a replicate of params.replicas (see `names`)")
+    model, seed = parse(name)
+    cfg = params_to_config(params_path, f"train_{model}", base="train")
+    return replace(cfg, seed=seed), Path(section["run_root"]) / name
+
+
+def identity(run: str) -> tuple[str, int | None]:
+    """``(family, seed)`` of a run folder from its ``run.json``; a hub id is its own family with
+    no seed (one model per name)."""
+    if not is_run_dir(run):
+        return str(run), None
+    config = read_run_info(run)["config"]
+    return str(config["model"]["family"]), int(config["seed"])
+
+
+def per_seed(runs: list[str], summarise: Callable[[list[str]], Any]) -> dict[str, Any]:
+    """What an analysis stage adds to its summary so that each claim can be decided once per
+    seed: ``runs`` (each run's family and seed) and, with more than one seed, ``by_seed``
+    (``summarise`` of each seed's runs, in their listed order; hub ids form the group "None").
+    """
+    ids = {run: identity(run) for run in runs}
+    groups: dict[str, list[str]] = {}
+    for run, (_family, seed) in ids.items():
+        groups.setdefault(str(seed), []).append(run)
+    out: dict[str, Any] = {"runs": {r: {"family": f, "seed": s} for r, (f, s) in ids.items()}}
+    if len(groups) > 1:
+        out["by_seed"] = {seed: summarise(members) for seed, members in groups.items()}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m geolib.models.replicas", description=__doc__)
+    parser.add_argument("--params", default="params.yaml")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("names", help="print the replicates")
+    one = sub.add_parser("train", help="train one replicate (stage train_replica@NAME)")
+    one.add_argument("name")
+    args = parser.parse_args(argv)
+    if args.command == "names":
+        print("\n".join(check_listed(load_params(args.params))))
+        return 0
+    t0 = time.perf_counter()
+    cfg, run_dir = replica(args.params, args.name)
+    train(cfg, run_dir, progress=False)
+    print(f"{args.name}: trained in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
