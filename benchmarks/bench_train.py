@@ -25,6 +25,16 @@ batches, same optimizer). The encoder's loss (``geolib.models.train.lm_loss_sum`
 ``model.base_model`` and ``model.cls`` rather than ``model(...)``, which ``torch.compile(model)``
 would leave uncompiled; for it those two modules are compiled in place instead.
 Results go to ``benchmarks/results/bench_train_compile.json``.
+
+``--precision`` times the training step of each family at ``--widths`` (default 128 and 256;
+``d_ff`` and the head count scale with the width) in float32 and under
+``torch.autocast("cpu", dtype=torch.bfloat16)`` (the AMX-BF16 units), the latter with torch's
+SDPA attention and with the eager (matmul + softmax) attention, whose bf16 backward is faster on
+this CPU than SDPA's flash kernel; ``--compile`` adds compiled variants. Same initial weights and
+batches for every variant, timed in round-robin blocks so that all see the same machine load.
+MFU is reported against both measured peaks (fp32 and bf16 matmul at 2048², and bf16 at 512²,
+the size of these models' matmuls). Weights, optimizer state and gradients stay float32 (autocast
+only runs the matmuls in bf16). Results go to ``benchmarks/results/bench_train_precision.json``.
 """
 
 from __future__ import annotations
@@ -56,12 +66,15 @@ ROOT = Path(__file__).resolve().parents[1]
 FALLBACK_PARAMS = ROOT / "pipeline" / "train.params.yaml"
 DEFAULT_OUT = str(ROOT / "benchmarks" / "results" / "bench_train.json")
 COMPILE_OUT = ROOT / "benchmarks" / "results" / "bench_train_compile.json"
+PRECISION_OUT = ROOT / "benchmarks" / "results" / "bench_train_precision.json"
 
 
-def matmul_peak(n: int = 2048, repeats: int = 5, inner: int = 4) -> float:
-    """Best fp32 matmul rate in FLOP/s over ``repeats`` blocks of ``inner`` products."""
-    a, b = torch.randn(n, n), torch.randn(n, n)
-    out = torch.empty(n, n)
+def matmul_peak(
+    n: int = 2048, repeats: int = 5, inner: int = 4, dtype: torch.dtype = torch.float32
+) -> float:
+    """Best matmul rate in FLOP/s over ``repeats`` blocks of ``inner`` products."""
+    a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
+    out = torch.empty(n, n, dtype=dtype)
     torch.mm(a, b, out=out)
     best = 0.0
     for _ in range(repeats):
@@ -258,6 +271,146 @@ def main_compile(params: Path, sections: list[str], args: argparse.Namespace) ->
     return 0
 
 
+def at_width(cfg, width: int, attention: str):
+    """``cfg`` with the model at ``width`` (``d_ff`` and heads scaled from the configured width,
+    head size kept) and the given attention implementation."""
+    m = cfg.model
+    scale = width / m.d_model
+    model = replace(
+        m,
+        d_model=width,
+        d_ff=round(m.d_ff * scale),
+        n_heads=max(1, round(m.n_heads * scale)),
+        attn_implementation=attention,
+    )
+    return replace(cfg, model=model)
+
+
+#: the variants timed by ``--precision``: name -> (autocast dtype or None, attention, compiled)
+VARIANTS = {
+    "fp32": (None, "sdpa", False),
+    "bf16 (sdpa)": (torch.bfloat16, "sdpa", False),
+    "bf16 (eager attention)": (torch.bfloat16, "eager", False),
+}
+COMPILED = {
+    "fp32 compiled": (None, "sdpa", True),
+    "bf16 (eager attention) compiled": (torch.bfloat16, "eager", True),
+}
+
+
+def bench_precision(
+    params: Path, section: str, width: int, steps: int, repeats: int, warmup: int, variants: dict
+) -> dict:
+    """tokens/s of the training step of one family at one width, per variant (round-robin)."""
+    cfg0, vocab, tokens = config_and_tokens(params, section)
+    rng = np.random.default_rng(cfg0.seed)
+    batches = [make_batch(tokens, rng, cfg0, vocab) for _ in range(steps + warmup)]
+    lr = lr_at(cfg0.warmup_steps + 1, cfg0)
+    runs = {}
+    for name, (dtype, attention, compiled) in variants.items():
+        cfg = at_width(cfg0, width, attention)
+        model = build_model(cfg.model, vocab.size, seed=cfg.seed)
+        step_model = compiled_for_training(model, cfg.model.is_decoder) if compiled else model
+        runs[name] = {
+            "cfg": cfg,
+            "model": step_model,
+            "optimizer": make_optimizer(model, cfg),
+            "dtype": dtype,
+            "losses": [],
+            "block_s": [],
+            "warmup_s": 0.0,
+        }
+
+    def step(run: dict, inputs: np.ndarray, targets: np.ndarray) -> None:
+        with torch.autocast(
+            "cpu", dtype=run["dtype"] or torch.bfloat16, enabled=bool(run["dtype"])
+        ):
+            loss = train_step(
+                run["model"], run["optimizer"], inputs, targets, run["cfg"], lr, "cpu"
+            )
+        run["losses"].append(loss)
+
+    for run in runs.values():  # compiled variants compile here
+        t0 = time.perf_counter()
+        for inputs, targets in batches[:warmup]:
+            step(run, inputs, targets)
+        run["warmup_s"] = time.perf_counter() - t0
+    order = list(runs)
+    for r in range(repeats):  # round-robin, rotated each block
+        for name in order[r % len(order) :] + order[: r % len(order)]:
+            run = runs[name]
+            t0 = time.perf_counter()
+            for inputs, targets in batches[warmup:]:
+                step(run, inputs, targets)
+            run["block_s"].append((time.perf_counter() - t0) / steps)
+    cfg = runs[order[0]]["cfg"]
+    model = runs[order[0]]["model"]
+    head_fraction = 1.0 if cfg.model.is_decoder else cfg.mask_prob
+    flops_per_token = train_flops_per_token(model, cfg.seq_len, head_fraction)
+    base = runs[order[0]]["losses"]
+    out = {
+        "section": section,
+        "family": cfg.model.family,
+        "d_model": width,
+        "n_layers": cfg.model.n_layers,
+        "matmul_params": matmul_params(model),
+        "tokens_per_step": cfg.tokens_per_step,
+        "flops_per_token": flops_per_token,
+        "variants": {},
+    }
+    for name, run in runs.items():
+        best, med = min(run["block_s"]), statistics.median(run["block_s"])
+        out["variants"][name] = {
+            "tokens_per_s_best": cfg.tokens_per_step / best,
+            "tokens_per_s_median": cfg.tokens_per_step / med,
+            "flops_per_s_median": flops_per_token * cfg.tokens_per_step / med,
+            "warmup_s": run["warmup_s"],
+            "loss_max_abs_diff_vs_fp32": max(
+                abs(a - b) for a, b in zip(base, run["losses"], strict=True)
+            ),
+        }
+    return out
+
+
+def main_precision(params: Path, sections: list[str], args: argparse.Namespace) -> int:
+    variants = VARIANTS | (COMPILED if args.compile else {})
+    peaks = {
+        "fp32 2048": matmul_peak(2048),
+        "bf16 2048": matmul_peak(2048, dtype=torch.bfloat16),
+        "bf16 512": matmul_peak(512, inner=64, dtype=torch.bfloat16),
+        "fp32 512": matmul_peak(512, inner=64),
+    }
+    results = [
+        bench_precision(params, s, w, args.steps, args.repeats, args.warmup, variants)
+        for s in sections
+        for w in args.widths
+    ]
+    for r in results:
+        fp32 = r["variants"]["fp32"]["tokens_per_s_median"]
+        for v in r["variants"].values():
+            v["speedup_vs_fp32"] = v["tokens_per_s_median"] / fp32
+            v["mfu_fp32_peak"] = v["flops_per_s_median"] / peaks["fp32 2048"]
+            v["mfu_bf16_peak"] = v["flops_per_s_median"] / peaks["bf16 2048"]
+    out = Path(PRECISION_OUT if args.out == DEFAULT_OUT else args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    meta = {"cpu_threads": torch.get_num_threads(), "torch": torch.__version__}
+    result = {"machine": meta, "peaks_flops": peaks, "models": results}
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; matmul peaks (GFLOP/s):")
+    print("  " + ", ".join(f"{k} {v / 1e9:.0f}" for k, v in peaks.items()))
+    print("model     d    variant                   tok/s (median)  x fp32  MFU fp32/bf16 peak")
+    for r in results:
+        for name, v in r["variants"].items():
+            model = r["section"].removeprefix("train_")
+            print(
+                f"{model:<9} {r['d_model']:<4} {name:<25} {v['tokens_per_s_median']:>9,.0f}"
+                f"       {v['speedup_vs_fp32']:.2f}   {v['mfu_fp32_peak']:.0%} / "
+                f"{v['mfu_bf16_peak']:.0%}"
+            )
+    print(f"wrote {out}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--params", default=str(ROOT / "params.yaml"))
@@ -275,6 +428,14 @@ def main(argv: list[str] | None = None) -> int:
         help="eager vs torch.compile (inductor) in alternating blocks, with compile time and "
         "loss agreement (writes bench_train_compile.json unless --out is given)",
     )
+    parser.add_argument(
+        "--precision",
+        action="store_true",
+        help="float32 vs bf16 autocast (SDPA and eager attention) per family and width, in "
+        "round-robin blocks (with --compile: compiled variants too); writes "
+        "bench_train_precision.json unless --out is given",
+    )
+    parser.add_argument("--widths", type=int, nargs="*", default=[128, 256])
     args = parser.parse_args(argv)
 
     if args.threads:
@@ -285,6 +446,8 @@ def main(argv: list[str] | None = None) -> int:
     sections = args.sections or [s for s in load_params(params) if s.startswith("train_")]
     torch.use_deterministic_algorithms(True, warn_only=True)
     keep_freed_memory()  # as geolib.models.train does on CPU
+    if args.precision:
+        return main_precision(params, sections, args)
     if args.compile:
         return main_compile(params, sections, args)
     peak_before = matmul_peak()
