@@ -437,6 +437,77 @@ def given_premise(rule: Rule, holds: bool, why: str, decide: Callable[[], Verdic
     return decide()
 
 
+#: the words of :func:`trend_with_size`
+GROWS, SHRINKS, NO_TREND = "grows with size", "shrinks with size", "no trend resolvable"
+
+
+@dataclass(frozen=True)
+class Trend:
+    """A key number against model size: ``slope`` per decade of non-embedding parameters (OLS
+    of the value on log10 of the count, every model one point), its Student-t interval, and
+    the trend in words with why."""
+
+    slope: float
+    low: float
+    high: float
+    level: float
+    n_models: int
+    n_sizes: int
+    span: float
+    words: str
+    reason: str
+
+
+def trend_with_size(
+    params: Any, values: Any, *, level: float = 0.95, min_sizes: int = 4, min_span: float = 30.0
+) -> Trend:
+    """Which way a claim's key number goes with scale (the ladder of model sizes).
+
+    ``params``: each trained model's non-embedding parameter count; ``values``: its key number
+    (several models of one size — seeds — are separate points). The slope of ``values`` on
+    ``log10(params)`` with its OLS Student-t interval (n − 2 degrees of freedom) decides:
+    :data:`GROWS` when the interval lies above 0, :data:`SHRINKS` below 0, :data:`NO_TREND`
+    when it contains 0 — and also, before any fit is read, when the ladder has fewer than
+    ``min_sizes`` distinct sizes or spans less than ``min_span``× in parameters (too short to
+    speak of a trend). What it says at the papers' scale is an extrapolation, never a verdict.
+    """
+    from scipy import stats as st
+
+    from geolib.measure.stats import t_quantile
+
+    x = np.asarray(params, dtype=np.float64)
+    y = np.asarray(values, dtype=np.float64)
+    if x.ndim != 1 or x.shape != y.shape:
+        raise ValueError(
+            f"params and values must be 1-D and of one length, got {x.shape}, {y.shape}"
+        )
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+        raise ValueError("params and values must be finite")
+    if np.any(x <= 0):
+        raise ValueError("parameter counts must be positive")
+    check.scalar("level", level, low=0.0, strict=True)
+    sizes = np.unique(x)
+    span = float(sizes.max() / sizes.min())
+    if sizes.size < max(min_sizes, 2) or span < min_span or x.size < 3:
+        why = (
+            f"{sizes.size} sizes spanning {span:.3g}x in parameters (the rule needs at least "
+            f"{min_sizes} sizes spanning {min_span:g}x)"
+        )
+        return Trend(
+            np.nan, np.nan, np.nan, level, int(x.size), int(sizes.size), span, NO_TREND, why
+        )
+    fit = st.linregress(np.log10(x), y)
+    h = t_quantile(level, x.size - 2) * float(fit.stderr)
+    slope = float(fit.slope)
+    low, high = slope - h, slope + h
+    words = GROWS if low > 0 else SHRINKS if high < 0 else NO_TREND
+    reason = (
+        f"slope {slope:.3g} [{low:.3g}, {high:.3g}] per decade of parameters "
+        f"({100 * level:g}% t interval, {x.size} models, {sizes.size} sizes over {span:.3g}x)"
+    )
+    return Trend(slope, low, high, level, int(x.size), int(sizes.size), span, words, reason)
+
+
 def seeds_agreeing(statuses: Iterable[str], status: str) -> str:
     """``"k of n"``: how many per-seed (per-model) verdicts equal the pooled ``status``."""
     rows = list(statuses)

@@ -3,6 +3,7 @@ combination of evidence rows, and the table."""
 
 import json
 
+import numpy as np
 import pytest
 
 from geolib.report.claims import (
@@ -388,7 +389,6 @@ def test_seed_statuses_decide_each_seed_group():
 
 
 def test_over_seeds_is_students_t_over_the_seed_values():
-    import numpy as np
     from scipy import stats as st
 
     from geolib.report.claims import over_seeds
@@ -492,3 +492,49 @@ def test_deciding_check_is_the_one_that_failed():
     assert deciding_check([(unsure, "a"), (unsure, "b")]) == ("inconclusive", "a")
     with pytest.raises(ValueError, match="no checks"):
         deciding_check([])
+
+
+def test_trend_with_size_reads_the_slope_per_decade_and_its_t_interval():
+    from scipy import stats as st
+
+    from geolib.report.claims import GROWS, NO_TREND, SHRINKS, trend_with_size
+
+    rng = np.random.default_rng(0)
+    params = np.repeat([1e5, 1e6, 1e7, 1e8], 3)  # 4 sizes x 3 seeds, 1000x span
+    up = 2.0 + 0.5 * np.log10(params) + 0.05 * rng.standard_normal(params.size)
+    t = trend_with_size(params, up)
+    fit = st.linregress(np.log10(params), up)
+    half = st.t.ppf(0.975, params.size - 2) * fit.stderr
+    assert t.words == GROWS and t.slope == pytest.approx(fit.slope)
+    assert (t.low, t.high) == pytest.approx((fit.slope - half, fit.slope + half))
+    assert t.low <= t.slope <= t.high and t.n_models == 12 and t.n_sizes == 4
+    assert trend_with_size(params, -up).words == SHRINKS
+    flat = 1.0 + np.tile([0.05, -0.05, 0.0], 4)  # seed scatter, equal means: slope exactly 0
+    t0 = trend_with_size(params, flat)
+    assert t0.words == NO_TREND and t0.low < 0 < t0.high and t0.slope == pytest.approx(0.0)
+
+
+@pytest.mark.parametrize(
+    "params, why",
+    [
+        ([1e5, 1e6, 1e7], "3 sizes"),  # too few sizes
+        ([1e5, 2e5, 4e5, 8e5], "spanning 8x"),  # too short a ladder
+    ],
+)
+def test_trend_with_size_needs_a_long_enough_ladder(params, why):
+    from geolib.report.claims import NO_TREND, trend_with_size
+
+    values = np.log10(params) * 10.0  # a perfect trend: the ladder, not the data, says no
+    t = trend_with_size(params, values)
+    assert t.words == NO_TREND and why in t.reason and np.isnan(t.slope)
+
+
+def test_trend_with_size_refuses_bad_input():
+    from geolib.report.claims import trend_with_size
+
+    with pytest.raises(ValueError, match="positive"):
+        trend_with_size([0.0, 1e6, 1e7, 1e8], [1.0, 2.0, 3.0, 4.0])
+    with pytest.raises(ValueError, match="finite"):
+        trend_with_size([1e5, 1e6, 1e7, 1e8], [1.0, np.nan, 3.0, 4.0])
+    with pytest.raises(ValueError, match="one length"):
+        trend_with_size([1e5, 1e6, 1e7, 1e8], [1.0, 2.0])
