@@ -210,12 +210,12 @@ def analyse_run(
         result.losses.append({"run": source, "step": step, "eval_loss": loss_sum / n_targets})
         for li, layer in enumerate(layers):
             ceilings = ceiling_ratios(moments[li].matrix.numpy(), ranks)
+            unit = dict(run=source, decoder=decoder, step=step, layer=layer, layer_index=li)
             for (k, name), a in acc[layer].items():
                 e = a.energies
                 r = r_energy(e, n_boot=n_boot, level=level, seed=seed)
                 result.energies[(step, layer, k, name)] = e
                 result.ratios[(step, layer, k, name)] = r
-                unit = dict(run=source, decoder=decoder, step=step, layer=layer, layer_index=li)
                 result.rows.append(
                     {
                         **unit,

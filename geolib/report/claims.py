@@ -48,8 +48,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
+from scipy import stats
 
 from geolib.measure import validate as check
+from geolib.measure.stats import interval, t_quantile
 
 #: Claim IDs and one-line summaries (see ``shared/PAPERS.md`` for the full statements).
 CLAIMS: dict[str, str] = {
@@ -471,10 +473,6 @@ def trend_with_size(
     ``min_sizes`` distinct sizes or spans less than ``min_span``× in parameters (too short to
     speak of a trend). What it says at the papers' scale is an extrapolation, never a verdict.
     """
-    from scipy import stats as st
-
-    from geolib.measure.stats import t_quantile
-
     x = np.asarray(params, dtype=np.float64)
     y = np.asarray(values, dtype=np.float64)
     if x.ndim != 1 or x.shape != y.shape:
@@ -496,7 +494,7 @@ def trend_with_size(
         return Trend(
             np.nan, np.nan, np.nan, level, int(x.size), int(sizes.size), span, NO_TREND, why
         )
-    fit = st.linregress(np.log10(x), y)
+    fit = stats.linregress(np.log10(x), y)
     h = t_quantile(level, x.size - 2) * float(fit.stderr)
     slope = float(fit.slope)
     low, high = slope - h, slope + h
@@ -535,8 +533,6 @@ def over_seeds(values: Mapping[str, float], level: float = 0.95) -> str:
     ``"mean [low, high] over n seeds (t)"`` (Student-t, :func:`geolib.measure.stats.interval`),
     or the one value with "one seed". A seed whose value is undefined (NaN: no units to count)
     is left out and named; infinite values are an error."""
-    from geolib.measure.stats import interval
-
     if not values:
         raise ValueError("over_seeds needs at least one seed")
     x = {seed: float(v) for seed, v in values.items()}
