@@ -24,6 +24,7 @@ models/              imports config, files, stage, data
     quantize         weight quantization by round-to-nearest (torchao) and GPTQ (gptqmodel)
     grid             Paper B's designs: the sweep grid and the saturation runs; training them
     replicas         Paper A's seed replicates of the default models; runs grouped by seed
+    ladder           the ladder of model sizes (one family, other shapes); non-embedding size
 measure/             imports nothing outside measure: pure functions on arrays and tensors
     metrics          effective rank, IsoScore(*), cosine, partition isotropy (numpy/torch)
     synthetic        point clouds with known geometry, to validate the metrics

@@ -2,7 +2,8 @@
 
     python scripts/build_book.py
 
-1. Renders the claims table from ``data/claims/*.json`` into ``book/_generated/claims.md``.
+1. Renders the claims table from ``data/claims/*.json`` (and the trend-with-size column from
+   ``data/results/scale/trends.json``) into ``book/_generated/claims.md``.
 2. Vendors MathJax 3.2.2 (PyPI ``django-static-mathjax``) into ``book/_mathjax`` so the book
    typesets math with no network.
 3. Runs ``jupyter-book build book/`` on the notebooks papermill already executed.
@@ -55,7 +56,13 @@ def ship_tables(results: Path, dest: Path) -> int:
 
 def main() -> int:
     claim_files = sorted((ROOT / "data" / "claims").glob("*.json"))
-    claims.main([str(BOOK / "_generated" / "claims.md"), *map(str, claim_files)])
+    # the trend-with-size column, from the Scale chapter (a stage the book depends on)
+    trends = ROOT / "data" / "results" / "scale" / "trends.json"
+    if not trends.is_file():
+        raise SystemExit(f"{trends} missing: run the scale stage first")
+    claims.main(
+        [str(BOOK / "_generated" / "claims.md"), "--trends", str(trends), *map(str, claim_files)]
+    )
     vendor_mathjax(BOOK / "_mathjax")
     toc = yaml.safe_load((BOOK / "_toc.yml").read_text())
     chapters = [c["file"] for part in toc.get("parts", []) for c in part.get("chapters", [])]

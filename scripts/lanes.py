@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BEFORE = ["tokenize"]
 #: run side by side, one group after the other: training, then measuring what was trained
 GROUPS = [
-    ["train_*", "sweep_train@*", "saturation_train@*"],
+    ["train_*", "ladder_train@*", "sweep_train@*", "saturation_train@*"],
     ["sweep_measure@*", "saturation_measure@*"],
 ]
 

@@ -30,6 +30,7 @@ from pathlib import Path
 import yaml
 
 from geolib.config import apply_profile, load_params
+from geolib.models import ladder
 from geolib.models.grid import check_grid, check_names_listed
 from geolib.models.replicas import check_listed
 
@@ -86,6 +87,7 @@ def merged_params(profile_file: Path, base: Path = ROOT / "params.yaml") -> dict
         check_grid(params)
         check_names_listed(params["saturation"])
         check_listed(params)
+        ladder.check_listed(params)
     except (ValueError, KeyError) as exc:
         raise SystemExit(f"profile {profile_file}: {exc}") from exc
     return params

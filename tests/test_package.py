@@ -189,6 +189,7 @@ def test_the_retraining_check_sees_training_and_measuring_stages():
         "sweep_train",
         "saturation_train",
         "train_replica",
+        "ladder_train",
     }
     assert training_stages() == train
     assert train <= stages_invalidated_by("geolib/models/train.py")

@@ -34,7 +34,7 @@ models). The table holds one row per (claim, chapter) and a combined status by
 :func:`combine_statuses`. The book stage renders it on the book's introduction page, each row
 linked to the cell where the chapter applies its rule (``anchor``, a MyST target).
 
-Usage: ``python -m geolib.report.claims OUT.md FILE.json ...``
+Usage: ``python -m geolib.report.claims OUT.md [--trends TRENDS.json] FILE.json ...``
 """
 
 from __future__ import annotations
@@ -506,6 +506,51 @@ def trend_with_size(
     return Trend(slope, low, high, level, int(x.size), int(sizes.size), span, words, reason)
 
 
+@dataclass(frozen=True)
+class TrendRow:
+    """One claim's ``trend with size`` cell: :func:`trend_with_size`'s ``words``, a short
+    ``detail`` (slope and interval, models, sizes) and the MyST ``anchor`` of its figure."""
+
+    claim_id: str
+    words: str
+    detail: str
+    anchor: str
+
+    def __post_init__(self) -> None:
+        if self.claim_id not in CLAIMS:
+            raise ValueError(f"unknown claim {self.claim_id!r}; known: {', '.join(CLAIMS)}")
+        if self.words not in (GROWS, SHRINKS, NO_TREND):
+            words = (GROWS, SHRINKS, NO_TREND)
+            raise ValueError(f"trend words must be one of {words}, got {self.words!r}")
+        if not self.anchor:
+            raise ValueError(f"claim {self.claim_id}: a trend row needs the anchor of its figure")
+
+
+def write_trends(path: str | Path, rows: Iterable[TrendRow]) -> Path:
+    """Write the trend rows as JSON (sorted, stable bytes); one row per claim."""
+    rows = sorted(rows, key=lambda r: r.claim_id)
+    ids = [r.claim_id for r in rows]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"one trend row per claim, got {ids}")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps([asdict(r) for r in rows], indent=2, sort_keys=True, ensure_ascii=False)
+    path.write_text(text + "\n")
+    return path
+
+
+def read_trends(path: str | Path) -> dict[str, TrendRow]:
+    """The trend rows of :func:`write_trends`, by claim (a malformed file is an error naming it)."""
+    try:
+        rows = [TrendRow(**r) for r in json.loads(Path(path).read_text())]
+    except (OSError, TypeError, ValueError) as err:
+        raise ValueError(f"{path}: cannot read the trend rows: {err}") from None
+    out = {r.claim_id: r for r in rows}
+    if len(out) != len(rows):
+        raise ValueError(f"{path}: more than one trend row for a claim")
+    return out
+
+
 def seeds_agreeing(statuses: Iterable[str], status: str) -> str:
     """``"k of n"``: how many per-seed (per-model) verdicts equal the pooled ``status``."""
     rows = list(statuses)
@@ -675,30 +720,37 @@ def read_claims(paths: Iterable[str | Path]) -> dict[str, list[Claim]]:
     return table
 
 
-def claims_markdown(table: Mapping[str, list[Claim]]) -> str:
+def claims_markdown(
+    table: Mapping[str, list[Claim]], trends: Mapping[str, TrendRow] | None = None
+) -> str:
     """The claims table in MyST Markdown: per claim, its combined empirical status (math checks
-    are listed but never combined into it), then one row per chapter that tested it, linked to
-    the cell where that chapter applies its rule, with the deciding number, its unit, how many
-    seeds agree, whether the verdict survives the declared alternatives, and the rule's history.
+    are listed but never combined into it) and, where the ladder of sizes measured it, which
+    way its key number goes with size (``trends``, linked to the Scale chapter's figure); then
+    one row per chapter that tested it, linked to the cell where that chapter applies its rule,
+    with the deciding number, its unit, how many seeds agree, whether the verdict survives the
+    declared alternatives, and the rule's history.
     """
 
     def cell(text: str) -> str:
         return text.replace("|", "\\|").replace("\n", " ") or "—"
 
     lines = [
-        "| claim | statement | empirical status | evidence: chapter | verdict | deciding number "
-        "| unit | seeds agreeing | robust | rule history |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| claim | statement | empirical status | trend with size | evidence: chapter | verdict "
+        "| deciding number | unit | seeds agreeing | robust | rule history |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    trends = trends or {}
     for cid, rows in table.items():
         empirical = [c.status for c in rows if c.evidence == EMPIRICAL]
         combined = combine_statuses(empirical) if empirical or not rows else "no empirical test"
-        head = f"| **{cid}** | {CLAIMS[cid]} | **{combined}** |"
+        t = trends.get(cid)
+        trend = f"{{ref}}`{t.words} <{t.anchor}>` ({t.detail})" if t else ""
+        head = f"| **{cid}** | {CLAIMS[cid]} | **{combined}** | {cell(trend)} |"
         if not rows:
             lines.append(f"{head} — | — | — | — | — | — | — |")
         for i, c in enumerate(rows):
             link = f"{{ref}}`{c.chapter} <{c.anchor}>`" if c.anchor else c.chapter
-            prefix = head if i == 0 else "| | | |"
+            prefix = head if i == 0 else "| | | | |"
             status = c.status if c.evidence == EMPIRICAL else f"math check: {c.status}"
             history = f"v1 {c.rule_v1} → v2 {c.status}: {c.revision}" if c.rule_v1 else ""
             if c.post_hoc:
@@ -715,9 +767,14 @@ def main(argv: list[str] | None = None) -> int:
     if not argv:
         print(__doc__, file=sys.stderr)
         return 2
+    trends: dict[str, TrendRow] = {}
+    if "--trends" in argv:  # OUT.md --trends TRENDS.json FILE.json ...
+        i = argv.index("--trends")
+        trends = read_trends(argv[i + 1])
+        argv = argv[:i] + argv[i + 2 :]
     out, files = Path(argv[0]), argv[1:]
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(claims_markdown(read_claims(files)))
+    out.write_text(claims_markdown(read_claims(files), trends))
     return 0
 
 

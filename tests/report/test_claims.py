@@ -538,3 +538,46 @@ def test_trend_with_size_refuses_bad_input():
         trend_with_size([1e5, 1e6, 1e7, 1e8], [1.0, np.nan, 3.0, 4.0])
     with pytest.raises(ValueError, match="one length"):
         trend_with_size([1e5, 1e6, 1e7, 1e8], [1.0, 2.0])
+
+
+def test_trend_rows_round_trip_and_fill_the_trend_column(tmp_path):
+    from geolib.report.claims import GROWS, NO_TREND, TrendRow, read_trends, write_trends
+
+    rows = [
+        TrendRow("A4", GROWS, "slope 0.2 [0.1, 0.3]", "scale-a4"),
+        TrendRow("A1", NO_TREND, "3 sizes", "scale-a1"),
+    ]
+    path = write_trends(tmp_path / "t.json", rows)
+    assert path.read_bytes() == write_trends(tmp_path / "u.json", rows[::-1]).read_bytes()
+    trends = read_trends(path)
+    assert trends["A4"] == rows[0]
+    claims = write_claims(tmp_path / "c.json", [Claim("A4", "partly", "x", "ge", anchor="v")])
+    md = claims_markdown(read_claims([claims]), trends)
+    header = md.splitlines()[0].split("|")
+    assert header[4].strip() == "trend with size"
+    a4 = next(line for line in md.splitlines() if line.startswith("| **A4**"))
+    cells = a4.split(" | ")
+    assert cells[3] == "{ref}`grows with size <scale-a4>` (slope 0.2 [0.1, 0.3])"
+    b1 = next(line for line in md.splitlines() if line.startswith("| **B1**"))
+    assert b1.split(" | ")[3] == "—"  # not on the ladder
+    # every row has as many cells as the header
+    table = [line for line in md.splitlines() if line.startswith("|")]
+    assert {line.count(" | ") for line in table[2:]} == {len(header) - 3}
+    assert main([str(tmp_path / "o.md"), "--trends", str(path), str(claims)]) == 0
+    assert "grows with size" in (tmp_path / "o.md").read_text()
+
+
+def test_bad_trend_rows_are_refused(tmp_path):
+    from geolib.report.claims import GROWS, TrendRow, read_trends, write_trends
+
+    with pytest.raises(ValueError, match="unknown claim"):
+        TrendRow("C1", GROWS, "", "a")
+    with pytest.raises(ValueError, match="trend words"):
+        TrendRow("A1", "rises", "", "a")
+    with pytest.raises(ValueError, match="anchor"):
+        TrendRow("A1", GROWS, "", "")
+    with pytest.raises(ValueError, match="one trend row per claim"):
+        write_trends(tmp_path / "t.json", [TrendRow("A1", GROWS, "", "a")] * 2)
+    (tmp_path / "bad.json").write_text(json.dumps([{"claim_id": "A1", "words": "up"}]))
+    with pytest.raises(ValueError, match="bad.json"):
+        read_trends(tmp_path / "bad.json")

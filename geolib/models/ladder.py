@@ -1,0 +1,119 @@
+"""The ladder of model sizes: one family trained at several widths and depths, so that each
+Paper A claim's key number can be read against model size (issue 24).
+
+A rung is the default model of its family (section ``train_<family>`` over ``train``) with only
+its shape changed — ``d_model``, ``n_layers``, ``n_heads``, ``d_ff`` from ``scale.rungs`` — and
+everything else kept: the same tokens, steps, schedule, batch and seed. Every rung therefore
+sees the same 2M tokens, as every model of the Pythia suite sees the same 300B: the step-based
+windows the claims are stated in (the early phase up to step 512, T frozen at step 64, the
+checkpoints the measurements read) mean the same on every rung. The centre rung is the default
+run with its seed replicates (``scale.centre_runs``); it is not retrained here.
+
+    python -m geolib.models.ladder names        # the rungs of section `scale`
+    python -m geolib.models.ladder train NAME   # stage ladder_train@NAME
+
+Model size is counted as non-embedding parameters (Kaplan et al. 2020): every parameter except
+the token (and position) embedding tables and an untied unembedding.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from torch import nn
+
+from geolib.config import load_params
+from geolib.models.families import ModelConfig, build_model
+from geolib.models.runs import read_run_info
+from geolib.models.train import TrainConfig, params_to_config, train
+
+#: the shape fields a rung may set; anything else stays the family's default
+SHAPE = ("d_model", "n_layers", "n_heads", "d_ff")
+
+
+def names(scale: Mapping[str, Any]) -> list[str]:
+    """The rungs of section ``scale``, in the order of ``scale.rungs``; a rung that sets a field
+    other than :data:`SHAPE` (or none) is an error."""
+    rungs = scale.get("rungs") or {}
+    if not isinstance(rungs, Mapping) or not rungs:
+        raise ValueError("scale.rungs must map each rung's name to its shape")
+    for name, shape in rungs.items():
+        extra = sorted(set(shape or {}) - set(SHAPE))
+        if not shape or extra:
+            raise ValueError(f"scale.rungs.{name} may set only {SHAPE}, got {dict(shape or {})}")
+    return [str(n) for n in rungs]
+
+
+def check_listed(params: Mapping[str, Any]) -> list[str]:
+    """The rungs' names; error if ``scale.names`` (the DVC foreach list) differs."""
+    expected = names(params["scale"])
+    if list(params["scale"].get("names") or []) != expected:
+        raise ValueError(
+            f"scale.names must list the rungs of scale.rungs in order: {expected} (python -m "
+            "geolib.models.ladder names)"
+        )
+    return expected
+
+
+def rung(params_path: str | Path, name: str) -> tuple[TrainConfig, Path]:
+    """The configuration and run folder of rung ``name``: ``train_<family>`` with its shape."""
+    params = load_params(params_path)
+    if name not in check_listed(params):
+        raise ValueError(f"{name!r} is not a rung of scale.rungs: {names(params['scale'])}")
+    scale = params["scale"]
+    cfg = params_to_config(params_path, f"train_{scale['family']}", base="train")
+    shape = {k: int(v) for k, v in scale["rungs"][name].items()}
+    return replace(cfg, model=replace(cfg.model, **shape)), Path(scale["run_root"]) / name
+
+
+def non_embedding_params(model: nn.Module) -> int:
+    """Parameters outside every ``nn.Embedding`` table and outside an untied output embedding
+    (the LM head's ``vocab × d`` matrix); a head tied to the input table is counted once, in
+    the table, so nothing of it is left here."""
+    skip = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    if head is not None:
+        skip.add(id(head.weight))
+    return sum(p.numel() for p in model.parameters() if id(p) not in skip)
+
+
+def run_size(run_dir: str | Path) -> dict[str, Any]:
+    """Size of a trained run from its ``run.json``: ``non_embedding`` (rebuilt from the stored
+    configuration, random weights), ``params`` (all, as trained), ``d_model``, ``n_layers``."""
+    info = read_run_info(run_dir)
+    cfg = ModelConfig.from_dict(info["config"]["model"])
+    model = build_model(cfg, int(info["vocab_size"]))
+    return {
+        "non_embedding": non_embedding_params(model),
+        "params": int(info["params"]),
+        "d_model": cfg.d_model,
+        "n_layers": cfg.n_layers,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m geolib.models.ladder", description=__doc__)
+    parser.add_argument("--params", default="params.yaml")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("names", help="print the rungs")
+    one = sub.add_parser("train", help="train one rung (stage ladder_train@NAME)")
+    one.add_argument("name")
+    args = parser.parse_args(argv)
+    if args.command == "names":
+        print("\n".join(check_listed(load_params(args.params))))
+        return 0
+    t0 = time.perf_counter()
+    cfg, run_dir = rung(args.params, args.name)
+    train(cfg, run_dir, progress=False)
+    print(f"{args.name}: trained in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
