@@ -6,8 +6,9 @@
 ``--pipeline``: ``dvc repro`` of the stages in :data:`BEFORE` (with their upstream), then each
 group of :data:`GROUPS` side by side, then a plain ``dvc repro``, which finds those stages done
 and runs the rest in order. The groups are the many small stages (the sweep's and saturation's
-points, the seed replicates, the default models), each of which spends a good part of its time
-starting Python and torch; the analyses and chapters after them run one at a time.
+points, the seed replicates, the default models, the ladder's rungs), each of which spends a
+good part of its time starting Python and torch; the analyses and chapters after them run one
+at a time.
 
 Every stage whose name matches a pattern (``fnmatch``, e.g. ``'sweep_train@*'``) is reproduced
 with ``dvc repro --single-item NAME`` (an up-to-date stage is skipped by DVC itself), ``--lanes``
