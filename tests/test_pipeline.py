@@ -78,6 +78,27 @@ def test_claim_anchors_exist_in_the_chapter(nb_path):
     assert "rule_from_params(" in code, "verdicts come from a geolib.report.claims rule"
 
 
+def _markdown(name: str) -> str:
+    nb = json.loads((ROOT / "notebooks" / f"{name}.ipynb").read_text())
+    return "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+
+
+def test_scale_figures_have_the_targets_the_claims_table_and_the_chapters_link_to():
+    """The trend-with-size cells link to ``scale-<claim>`` (the Scale chapter builds the anchor
+    from the claim id); each claim's chapter links to the figures of its claims."""
+    scale = _markdown("scale")
+    for claim in ("a1", "a4", "a5", "a7"):
+        assert f"(scale-{claim})=" in scale
+    for chapter in ("gradient_energy", "residual_isotropy", "frequency_collapse"):
+        for target in re.findall(r"\{ref\}`(scale-[a-z0-9-]+)`", _markdown(chapter)):
+            assert f"({target})=" in scale, f"{chapter} links to a missing {target}"
+    linked = re.findall(
+        r"\{ref\}`(scale-a\d)`",
+        "".join(map(_markdown, ("gradient_energy", "residual_isotropy", "frequency_collapse"))),
+    )
+    assert sorted(linked) == ["scale-a1", "scale-a4", "scale-a5", "scale-a7"]
+
+
 # ------------------------------------------------------------------------------------------
 # Stage dependencies cannot drift: every geolib module a stage's code reaches is a dep
 # ------------------------------------------------------------------------------------------
