@@ -494,6 +494,9 @@ def trend_with_size(
         return Trend(
             np.nan, np.nan, np.nan, level, int(x.size), int(sizes.size), span, NO_TREND, why
         )
+    if np.ptp(y) == 0:  # OLS gives slope 0 with a zero-width interval; scipy's stderr is nan
+        why = f"the key number is {y[0]:.3g} on every one of the {x.size} models: nothing varies"
+        return Trend(0.0, 0.0, 0.0, level, int(x.size), int(sizes.size), span, NO_TREND, why)
     fit = stats.linregress(np.log10(x), y)
     h = t_quantile(level, x.size - 2) * float(fit.stderr)
     slope = float(fit.slope)

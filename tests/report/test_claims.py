@@ -581,3 +581,11 @@ def test_bad_trend_rows_are_refused(tmp_path):
     (tmp_path / "bad.json").write_text(json.dumps([{"claim_id": "A1", "words": "up"}]))
     with pytest.raises(ValueError, match="bad.json"):
         read_trends(tmp_path / "bad.json")
+
+
+def test_trend_with_size_of_a_constant_key_number_is_no_trend_with_a_defined_interval():
+    from geolib.report.claims import NO_TREND, trend_with_size
+
+    t = trend_with_size([1e4, 1e5, 1e6, 1e7, 1e7], [1.0] * 5)
+    assert (t.words, t.slope, t.low, t.high) == (NO_TREND, 0.0, 0.0, 0.0)
+    assert "1 on every one of the 5 models" in t.reason
