@@ -484,6 +484,9 @@ def trend_with_size(
     if np.any(x <= 0):
         raise ValueError("parameter counts must be positive")
     check.scalar("level", level, low=0.0, strict=True)
+    if x.size == 0:  # every model's key number undefined (e.g. no unit to count)
+        why = "no model has this key number defined"
+        return Trend(np.nan, np.nan, np.nan, level, 0, 0, np.nan, NO_TREND, why)
     sizes = np.unique(x)
     span = float(sizes.max() / sizes.min())
     if sizes.size < max(min_sizes, 2) or span < min_span or x.size < 3:
