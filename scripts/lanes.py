@@ -5,20 +5,22 @@
 
 ``--pipeline``: ``dvc repro`` of the stages in :data:`BEFORE` (with their upstream), then each
 group of :data:`GROUPS` side by side, then a plain ``dvc repro``, which finds those stages done
-and runs the rest in order. The groups are the many small stages (the sweep's and saturation's
-points, the seed replicates, the default models, the ladder's rungs), each of which spends a
-good part of its time starting Python and torch; the analyses and chapters after them run one
-at a time.
+and runs the rest (the last chapter and the book) in order. A group holds stages whose upstream
+lies in :data:`BEFORE` or in earlier groups only (a test checks this against ``dvc.yaml``):
+training; then the analyses of what was trained and the sweep's and saturation's measurements;
+then the tables built on those; then the chapters.
 
 Every stage whose name matches a pattern (``fnmatch``, e.g. ``'sweep_train@*'``) is reproduced
 with ``dvc repro --single-item NAME`` (an up-to-date stage is skipped by DVC itself), ``--lanes``
 at a time, the cores split between them: each lane's processes see ``OMP_NUM_THREADS`` = cores ÷
 lanes and ``GEOLIB_JOBS`` = lanes (oversubscribed OpenMP threads busy-wait and ruin every
-job's throughput). DVC allows it: a stage's command runs with the repository unlocked, and each
-``repro`` records only its own stage in ``dvc.lock``.
+job's throughput). Stages start in the order of the patterns (the longest first, so that the
+short ones fill the lanes at the end), each pattern's stages in ``dvc.yaml`` order. DVC allows
+it: a stage's command runs with the repository unlocked, and each ``repro`` records only its
+own stage in ``dvc.lock``.
 
 The matched stages must be independent of one another, and their upstream stages must be up to
-date (``--single-item`` does not look upstream): `make all` runs ``dvc repro tokenize`` first and a
+date (``--single-item`` does not look upstream): `make all` runs :data:`BEFORE` first and a
 plain ``dvc repro`` last, which finds these stages done and runs the rest in order. Results are
 bitwise reproducible for a given number of lanes (threads per run) on one machine; a run with
 another thread count differs in the last digits (floating-point summation order).
@@ -36,12 +38,48 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-#: reproduced first, upstream included: everything the groups read
-BEFORE = ["tokenize"]
-#: run side by side, one group after the other: training, then measuring what was trained
+#: reproduced first, upstream included: everything the groups read that no group makes
+BEFORE = ["tokenize", "fetch_pretrained"]
+#: run side by side, one group after the other, each group's patterns longest stages first
 GROUPS = [
-    ["train_*", "ladder_train@*", "sweep_train@*", "saturation_train@*"],
-    ["sweep_measure@*", "saturation_measure@*"],
+    # training (one torch thread per lane: two lanes ≈ one two-thread run in compute, and they
+    # overlap the start-up of the many short stages); the notebooks that need no trained model
+    # fill the lanes at the end
+    [
+        "train_*",
+        "ladder_train@*",
+        "sweep_train@*",
+        "saturation_train@*",
+        "metric_validation",
+        "variance_collapse",
+        "gradient_scaling",
+        "chord_arc",
+        "corpus",
+    ],
+    # what reads the trained models: the Paper A analyses, then the per-model measurements
+    [
+        "residual_isotropy_tables",
+        "gradient_energy_tables",
+        "frequency_collapse_tables",
+        "scale_residual_isotropy_tables",
+        "scale_gradient_energy_tables",
+        "gradient_energy_pretrained",
+        "scale_frequency_collapse_tables",
+        "sweep_measure@*",
+        "saturation_measure@*",
+    ],
+    # the tables built on the measurements
+    ["geometry_performance_tables", "saturation_tables", "training"],
+    # the two tables that read the sweep's model table, and the chapters of the tables above
+    [
+        "quantization_tables",
+        "forgetting_tables",
+        "residual_isotropy",
+        "gradient_energy",
+        "frequency_collapse",
+        "scale",
+        "saturation",
+    ],
 ]
 
 
@@ -59,12 +97,16 @@ def stage_names(root: Path = ROOT) -> list[str]:
 
 
 def matching(names: list[str], patterns: list[str]) -> list[str]:
-    """The names matching any pattern, in pipeline order; a pattern matching none is an error
-    (a typo would silently leave its stages to the serial run)."""
+    """The names matching any pattern, in the order of the patterns (each pattern's names in
+    pipeline order, a name once); a pattern matching none is an error (a typo would silently
+    leave its stages to the serial run)."""
+    found: list[str] = []
     for p in patterns:
-        if not any(fnmatch.fnmatchcase(n, p) for n in names):
+        hits = [n for n in names if fnmatch.fnmatchcase(n, p)]
+        if not hits:
             raise SystemExit(f"lanes: no stage matches {p!r}")
-    return [n for n in names if any(fnmatch.fnmatchcase(n, p) for p in patterns)]
+        found += [n for n in hits if n not in found]
+    return found
 
 
 def pipeline(lanes: int, root: Path = ROOT) -> int:
@@ -72,11 +114,14 @@ def pipeline(lanes: int, root: Path = ROOT) -> int:
     t0 = time.perf_counter()
     subprocess.run([dvc(), "repro", *BEFORE], cwd=root, check=True)
     names = stage_names(root)
-    for patterns in GROUPS:
+    for i, patterns in enumerate(GROUPS, start=1):
+        t1 = time.perf_counter()
         results = run(matching(names, patterns), lanes, root)
         if any(code != 0 for _, code, _ in results):
             print("lanes: a stage failed; stopping", file=sys.stderr)
             return 1
+        took = time.perf_counter() - t1
+        print(f"lanes: group {i} ({len(results)} stages) in {took:.0f} s", file=sys.stderr)
     print(f"lanes: groups done in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     return subprocess.run([dvc(), "repro"], cwd=root).returncode
 

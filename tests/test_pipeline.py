@@ -547,6 +547,9 @@ def test_lanes_run_matched_stages_side_by_side_and_stop_after_a_failure(tmp_path
     monkeypatch.setattr(lanes.os, "cpu_count", lambda: 4)
     names = ["prepare", "sweep_train@a", "sweep_train@b", "train_x", "training"]
     assert lanes.matching(names, ["sweep_train@*", "train_*"]) == names[1:4]
+    # the order of the patterns (longest stages first), a name once
+    expected = ["train_x", "sweep_train@a", "sweep_train@b"]
+    assert lanes.matching(names, ["train_x", "*_*"]) == expected
     with pytest.raises(SystemExit, match="no stage matches 'tarin_"):
         lanes.matching(names, ["tarin_*"])
     assert lanes.lane_env(2, cores=4)["OMP_NUM_THREADS"] == "2"
@@ -562,3 +565,46 @@ def test_lanes_run_matched_stages_side_by_side_and_stop_after_a_failure(tmp_path
     results = lanes.run(["bad", "c", "d", "e"], lanes=1, root=tmp_path)
     assert [r[:2] for r in results] == [("bad", 3), ("c", -1), ("d", -1), ("e", -1)]
     assert log.read_text().split() == ["start", "bad", "4", "1"]  # nothing started after it
+
+
+def _path_root(path: str) -> str:
+    """A dependency or output path up to its first ``${…}`` (a ``foreach`` stage's item)."""
+    return path.split("${")[0].rstrip("/")
+
+
+def _overlap(a: str, b: str) -> bool:
+    return a == b or a.startswith(b + "/") or b.startswith(a + "/")
+
+
+def test_lane_groups_run_only_after_everything_they_read():
+    """Every stage of a lane group reads only what :data:`BEFORE` (with its upstream) or an
+    earlier group makes: ``--single-item`` does not look upstream, so a stage placed too early
+    would read missing or stale inputs."""
+    lanes = _load_script("lanes")
+    names = {
+        n: f"{n}@x" if "foreach" in stage else n
+        for n, stage in yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"].items()
+    }
+    outs = {n: [_path_root(p) for p in _out_paths(DVC[n])] for n in DVC}
+
+    def producers(stage: str) -> set[str]:
+        deps = [_path_root(d if isinstance(d, str) else next(iter(d))) for d in DVC[stage]["deps"]]
+        return {p for p in DVC if p != stage and any(_overlap(d, o) for d in deps for o in outs[p])}
+
+    rank = {n: len(lanes.GROUPS) + 1 for n in DVC}  # the serial run, last
+    todo = list(lanes.BEFORE)
+    while todo:  # BEFORE and its upstream: rank 0
+        stage = todo.pop()
+        if rank[stage]:
+            rank[stage] = 0
+            todo += producers(stage)
+    for i, patterns in enumerate(lanes.GROUPS, start=1):
+        for stage in lanes.matching(list(names.values()), patterns):
+            base = stage.split("@")[0]
+            assert rank[base] > len(lanes.GROUPS), f"{base} is in two groups"
+            rank[base] = i
+    for stage, r in rank.items():
+        if 0 < r <= len(lanes.GROUPS):
+            late = {p: rank[p] for p in producers(stage) if rank[p] >= r}
+            assert not late, f"{stage} (group {r}) reads outputs of {late} (stage: group)"
+    assert rank["book"] > len(lanes.GROUPS)  # at least the book is left to the serial run
