@@ -28,7 +28,8 @@ Results go to ``benchmarks/results/bench_train_compile.json``.
 
 ``--precision`` times the training step of each family at ``--widths`` (default 128 and 256;
 ``d_ff`` and the head count scale with the width) in float32 and under
-``torch.autocast("cpu", dtype=torch.bfloat16)`` (the AMX-BF16 units), the latter with torch's
+``torch.autocast("cpu", dtype=torch.bfloat16)`` (AMX-BF16 where the CPU has it, else AVX-512-BF16:
+the header names the flags found; without AMX bf16 was the slower of the two here), with torch's
 SDPA attention and with the eager (matmul + softmax) attention, whose bf16 backward is faster on
 this CPU than SDPA's flash kernel; ``--compile`` adds compiled variants. Same initial weights and
 batches for every variant, timed in round-robin blocks so that all see the same machine load.
@@ -67,6 +68,16 @@ FALLBACK_PARAMS = ROOT / "pipeline" / "train.params.yaml"
 DEFAULT_OUT = str(ROOT / "benchmarks" / "results" / "bench_train.json")
 COMPILE_OUT = ROOT / "benchmarks" / "results" / "bench_train_compile.json"
 PRECISION_OUT = ROOT / "benchmarks" / "results" / "bench_train_precision.json"
+
+
+def bf16_flags(cpuinfo: str = "/proc/cpuinfo") -> dict[str, bool]:
+    """Which bf16 units the CPU reports: AMX tiles (``amx_bf16``) or AVX-512 (``avx512_bf16``);
+    machines of one kind have differed here, and bf16's speed depends on it."""
+    try:
+        words = set(Path(cpuinfo).read_text().split())
+    except OSError:
+        words = set()
+    return {flag: flag in words for flag in ("amx_bf16", "avx512_bf16")}
 
 
 def matmul_peak(
@@ -394,9 +405,12 @@ def main_precision(params: Path, sections: list[str], args: argparse.Namespace) 
     out = Path(PRECISION_OUT if args.out == DEFAULT_OUT else args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     meta = {"cpu_threads": torch.get_num_threads(), "torch": torch.__version__}
+    meta["bf16_flags"] = bf16_flags()
     result = {"machine": meta, "peaks_flops": peaks, "models": results}
     out.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; matmul peaks (GFLOP/s):")
+    flags = ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in meta["bf16_flags"].items())
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; CPU flags: {flags}")
+    print("matmul peaks (GFLOP/s):")
     print("  " + ", ".join(f"{k} {v / 1e9:.0f}" for k, v in peaks.items()))
     print("model     d    variant                   tok/s (median)  x fp32  MFU fp32/bf16 peak")
     for r in results:

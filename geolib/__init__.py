@@ -7,6 +7,7 @@ complete); no experiment imports another, and no private name (``_x``) crosses a
 config               a stage's view of ``params.yaml``; profiles; checked numbers and flags
 files                content hashes; tables, JSON and arrays written whole or not at all
 stage                a stage's entry: command line, parameters section, progress, summary
+__main__             the ``geolib`` command: ``geolib measure`` (experiments/measure_model)
 data/                imports config, files, stage
     acquire          fetch pinned, checksummed packages from registries; read files out of them
     rdata            R's XDR serialization and lazy-load databases, in pure Python
@@ -25,6 +26,7 @@ models/              imports config, files, stage, data
     grid             Paper B's designs: the sweep grid and the saturation runs; training them
     replicas         Paper A's seed replicates of the default models; runs grouped by seed
     ladder           the ladder of model sizes (one family, other shapes); non-embedding size
+    fingerprint      the content hash of a model's weights
 measure/             imports nothing outside measure: pure functions on arrays and tensors
     metrics          effective rank, IsoScore(*), cosine, partition isotropy (numpy/torch)
     synthetic        point clouds with known geometry, to validate the metrics
@@ -52,6 +54,7 @@ experiments/         imports config, files, stage, data, models, measure, theory
     forgetting           each sweep model fine-tuned on a new domain: gain and forgetting (B8)
     quant_robustness     each sweep model quantized: loss increases by method and bits (B8)
     saturation           measuring the saturation runs; degradation and rank (B6)
+    measure_model        the geometry of any model, one command (``geolib measure``)
 report/              imports config, files, measure; knows no models
     claims           verdict rules and the claims table
     plotting         the figure style; byte-reproducible saving; ``show``, ``show_table``

@@ -1,0 +1,535 @@
+"""The geometry of any model, one command: ``geolib measure`` (or ``python -m geolib measure``).
+
+    geolib measure MODEL [--revision R ...] [--text FILE | --corpus id|ood|DOMAIN]
+                   [--device cpu|cuda] [--layers all|L,...] [--tokens N] [--out DIR]
+
+``MODEL`` is a hub id (``EleutherAI/pythia-70m``; revisions such as ``step1000``), one of our
+run directories (revisions are steps; default the last), a ``save_pretrained`` folder, or a
+GGUF file (``model.gguf``). Causal and masked LMs. The text is encoded with the model's own
+tokenizer and cut into non-overlapping windows; a seeded half of them is the *source* set, the
+other half the *evaluation* set (disjoint, as in the gradient-energy chapter).
+
+For each revision and each layer ℓ (the residual stream after the embedding and after each
+block, :func:`geolib.measure.probes.layer_names`), one row of ``measure.csv``:
+
+- the residual states H_ℓ of the source windows (streamed covariance, memory O(d²) whatever the
+  token count): effective rank of the centred states (Roy & Vetterli), IsoScore, mean cosine;
+- the tangent subspace T_k = top-k principal directions of H_ℓ, for every k of ``--ranks``:
+  R_energy = E_T / mean E_N of the loss gradients G_ℓ = ∂L/∂H_ℓ of the evaluation windows
+  against ``--controls`` Haar rank-k subspaces N of T's complement, with a bootstrap interval
+  over sequences and its ceiling (the largest ratio any rank-k subspace reaches for these
+  gradients) — Paper A's A4 quantity, computed as the chapter computes it;
+- IsoScore of H_ℓ after removing T_k (the covariance scored in T_k's complement; Paper A's A5
+  quantity at ζ = 0);
+- and, the same on every row of a revision, the unembedding W: effective rank (σ and σ²
+  variants), stable rank, IsoScore.
+
+Outputs in ``--out``: ``measure.csv``, ``summary.json`` (the model, each revision's weight hash,
+token counts, library versions) and ``profiles.png`` (per-layer profiles, one line per
+revision). They are written only after every revision was measured, so a bad revision leaves no
+partial table. Bad input (no LM head, a revision not in the cache, a text shorter than the
+windows, a layer out of range, ``cuda`` without a GPU) stops before any model is measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from geolib.data.corpus import corpus_splits
+from geolib.data.windows import model_batch, split_windows
+from geolib.files import write_csv, write_json
+from geolib.measure.metrics import (
+    StreamingCovariance,
+    effective_rank,
+    isoscore,
+    isoscore_from_cov,
+    stable_rank,
+)
+from geolib.measure.probes import (
+    GradientEnergy,
+    SecondMoment,
+    ceiling_ratios,
+    complement_subspaces,
+    is_decoder,
+    layer_names,
+    r_energy,
+    residual_states,
+    states_and_gradients,
+    top_subspaces,
+    unembedding,
+)
+from geolib.measure.residual import top_removal_isoscores
+from geolib.models.checkpoints import load, training_mask_prob
+from geolib.models.fingerprint import weights_hash
+from geolib.models.pretrained import encode_domain, load_gguf
+
+#: defaults: the gradient-energy chapter's ranks, controls, bootstrap and level
+RANKS = (1, 4, 16)
+LIBRARIES = ("torch", "transformers", "numpy")
+
+
+@dataclass(frozen=True)
+class Request:
+    """What to measure: a checked command line (see the module docstring)."""
+
+    model: str
+    revisions: tuple[str | int | None, ...]
+    text: str | None = None
+    corpus: str | None = None
+    corpus_dir: str = "data/corpus"
+    device: str = "cpu"
+    layers: str = "all"
+    tokens: int = 16384
+    seq_len: int = 128
+    ranks: tuple[int, ...] = RANKS
+    controls: int = 20
+    n_boot: int = 1000
+    level: float = 0.95
+    batch_size: int | None = None
+    seed: int = 0
+    out: str = "measure-out"
+
+    def __post_init__(self) -> None:
+        if (self.text is None) == (self.corpus is None):
+            raise ValueError("give the text to measure on: --text FILE or --corpus id|ood|DOMAIN")
+        if self.device not in ("cpu", "cuda") and not self.device.startswith("cuda:"):
+            raise ValueError(f"--device must be cpu or cuda[:N], got {self.device!r}")
+        if self.device.startswith("cuda") and not torch.cuda.is_available():
+            raise RuntimeError(
+                f"--device {self.device}: no CUDA GPU on this machine (torch "
+                f"{torch.__version__}); nothing falls back to the CPU, ask for --device cpu"
+            )
+        for name in ("tokens", "seq_len", "controls", "n_boot", "seed"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or int(v) != v or v < (0 if name == "seed" else 1):
+                raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {v}")
+        if self.batch_size is not None and self.batch_size < 1:
+            raise ValueError(f"--batch-size must be positive, got {self.batch_size}")
+        if not 0 < self.level < 1:
+            raise ValueError(f"--level must be in (0, 1), got {self.level}")
+        if not self.ranks or any(int(k) != k or k < 1 for k in self.ranks):
+            raise ValueError(f"--ranks must be positive integers, got {self.ranks}")
+        if self.tokens < 4 * (self.seq_len + 1):
+            raise ValueError(
+                f"--tokens {self.tokens} hold fewer than 4 windows of {self.seq_len + 1} tokens "
+                "(2 source and 2 evaluation sequences are the least a bootstrap can use)"
+            )
+
+    @property
+    def batch(self) -> int:
+        """Sequences per pass: the device's memory sets it (a GPU takes many more)."""
+        return self.batch_size or (32 if self.device.startswith("cuda") else 8)
+
+
+@dataclass
+class Measured:
+    """One revision: its rows, weight hash, loss, timing."""
+
+    revision: str
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    weights_sha256: str = ""
+    eval_loss: float = float("nan")
+    seconds: float = 0.0
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs
+# ---------------------------------------------------------------------------------------------
+
+
+def load_model(req: Request, revision: str | int | None):
+    """``(model, tokenizer)`` of ``req.model`` at ``revision`` on ``req.device``, eval mode."""
+    path = Path(req.model)
+    if path.suffix == ".gguf":
+        if revision is not None:
+            raise ValueError(f"{path} is one GGUF file; it has no revisions")
+        model, tok = load_gguf(path.parent, path.name)
+        return model.to(req.device), tok
+    model, tok = load(req.model, revision, device=req.device)
+    if tok is None:
+        raise ValueError(f"{req.model} has no tokenizer to encode the text with")
+    return model, tok
+
+
+def encode_text(req: Request, tokenizer) -> np.ndarray:
+    """Token ids of the text, by the model's own tokenizer, up to ``req.tokens``."""
+    if req.text is not None:
+        text = Path(req.text).read_text(encoding="utf-8")
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"][: req.tokens]
+        tokens = np.asarray(ids, dtype=np.int64)
+    else:
+        splits = corpus_splits(req.corpus_dir)
+        domains = (
+            [d for d in splits if d.startswith("ood")] if req.corpus == "ood" else [req.corpus]
+        )
+        unknown = [d for d in domains if d not in splits]
+        if not domains or unknown:
+            raise ValueError(f"--corpus {req.corpus!r}: the corpus has domains {sorted(splits)}")
+        share = req.tokens // len(domains)
+        parts = []
+        for d in domains:  # an equal share of each domain, its validation split if it has one
+            split = "validation" if "validation" in splits[d] else "test"
+            parts.append(encode_domain(splits[d][split], tokenizer, share))
+        tokens = np.concatenate(parts)
+    if len(tokens) < 4 * (req.seq_len + 1):
+        raise ValueError(
+            f"the text holds {len(tokens)} tokens of this model, fewer than 4 windows of "
+            f"{req.seq_len + 1}: give a longer text or a shorter --seq-len"
+        )
+    return tokens
+
+
+def windows(req: Request, tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Disjoint source and evaluation windows of ``seq_len + 1`` tokens, half the text each."""
+    n = len(tokens) // (req.seq_len + 1)
+    return split_windows(tokens, req.seq_len + 1, n // 2, n - n // 2, req.seed)
+
+
+def pick_layers(spec: str, names: list[str]) -> list[int]:
+    """Layer indices from ``all`` or ``0,3,-1`` (negative: from the end); out of range: error."""
+    if spec.strip() == "all":
+        return list(range(len(names)))
+    try:
+        wanted = [int(s) for s in spec.split(",") if s.strip()]
+    except ValueError:
+        raise ValueError(f"--layers must be 'all' or integers like 0,3,-1, got {spec!r}") from None
+    bad = [i for i in wanted if not -len(names) <= i < len(names)]
+    if not wanted or bad:
+        raise ValueError(
+            f"--layers {spec!r}: the model has {len(names)} layers (0…{len(names) - 1}: "
+            f"{names[0]} … {names[-1]}); out of range: {bad}"
+        )
+    return sorted({i % len(names) for i in wanted})
+
+
+# ---------------------------------------------------------------------------------------------
+# Measuring
+# ---------------------------------------------------------------------------------------------
+
+
+class CosineSum:
+    """Mean cosine over ordered pairs of rows seen in batches, O(d) memory: with unit rows u_i
+    and s = Σ u_i, Σ_{i≠j} u_i·u_j = ‖s‖² − n (as ``metrics.mean_cosine_similarity``)."""
+
+    def __init__(self, dim: int) -> None:
+        self.s = torch.zeros(dim, dtype=torch.float64)
+        self.n = 0
+
+    def update(self, rows: torch.Tensor) -> None:
+        r = rows.reshape(-1, rows.shape[-1]).to(torch.float64)
+        norms = torch.linalg.vector_norm(r, dim=1)
+        if bool((norms == 0).any()):
+            raise ValueError("cosine similarity is undefined: a state vector is zero")
+        self.s += (r / norms[:, None]).sum(0)
+        self.n += r.shape[0]
+
+    def mean(self) -> float:
+        return float((self.s @ self.s - self.n) / (self.n * (self.n - 1.0)))
+
+
+def centred_effective_rank(cov: np.ndarray) -> float:
+    """Effective rank of the centred points from their covariance C: the singular values of the
+    centred points are ∝ √eig(C), which are those of diag(√eig(C))."""
+    lam = np.clip(np.linalg.eigvalsh(cov), 0.0, None)
+    return effective_rank(np.diag(np.sqrt(lam)))
+
+
+def unembedding_row(model) -> dict[str, float]:
+    """W's effective rank (σ and σ²), stable rank and IsoScore (rows = tokens)."""
+    w = unembedding(model).detach().to("cpu", torch.float64)
+    return {
+        "w_erank": effective_rank(w),
+        "w_erank_sq": effective_rank(w, squared=True),
+        "w_stable_rank": stable_rank(w),
+        "w_isoscore": isoscore(w),
+    }
+
+
+def measure_revision(
+    req: Request,
+    revision: str | int | None,
+    model,
+    tokenizer,
+    src: np.ndarray,
+    ev: np.ndarray,
+    layer_idx: list[int],
+    progress: tqdm | None = None,
+) -> Measured:
+    """Every row of one revision (module docstring)."""
+    t0 = time.perf_counter()
+    names = layer_names(model)
+    d = int(model.config.hidden_size)
+    decoder = is_decoder(model)
+    ranks = [k for k in req.ranks if 2 * k <= d - 2]  # T and a control fit, 2 dims left over
+    if not ranks:
+        raise ValueError(f"no rank of {req.ranks} fits d = {d} (need 2k <= d - 2)")
+    w_row = unembedding_row(model)
+    kw = dict(
+        mask_token_id=getattr(tokenizer, "mask_token_id", None),
+        vocab_size=int(model.config.vocab_size),
+        special_ids=tuple(int(t) for t in (tokenizer.all_special_ids or []) if t is not None),
+        mask_prob=training_mask_prob(req.model, None),
+    )
+    src_in, _ = model_batch(src, decoder, seed=req.seed, **kw)
+    ev_in, ev_tg = model_batch(ev, decoder, seed=req.seed + 1, **kw)
+
+    def batches(n: int) -> list[slice]:
+        return [slice(i, min(i + req.batch, n)) for i in range(0, n, req.batch)]
+
+    covs = {i: StreamingCovariance(d) for i in layer_idx}
+    cosines = {i: CosineSum(d) for i in layer_idx}
+    for sl in batches(len(src_in)):
+        states = residual_states(model, torch.from_numpy(src_in[sl]).to(req.device))
+        for i in layer_idx:
+            h = states[i].detach().to("cpu", torch.float64).reshape(-1, d)
+            covs[i].update(h)
+            cosines[i].update(h)
+        if progress is not None:
+            progress.update(1)
+
+    bases, acc = {}, {}
+    for i in layer_idx:
+        for k, t in top_subspaces(covs[i].covariance(), ranks).items():
+            rng = np.random.default_rng([req.seed, i, k])
+            bases[i, k] = np.concatenate([t[None], complement_subspaces(t, req.controls, rng)])
+            acc[i, k] = GradientEnergy(bases[i, k])
+    moments = {i: SecondMoment(d) for i in layer_idx}
+    loss_sum, n_targets = 0.0, 0
+    for sl in batches(len(ev_in)):
+        sg = states_and_gradients(
+            model,
+            torch.from_numpy(ev_in[sl]).to(req.device),
+            torch.from_numpy(ev_tg[sl]).to(req.device),
+        )
+        loss_sum, n_targets = loss_sum + sg.loss_sum, n_targets + sg.n_targets
+        for i in layer_idx:
+            g = sg.grads[i].detach().cpu()
+            moments[i].update(g)
+            for k in ranks:
+                acc[i, k].update(g)
+        if progress is not None:
+            progress.update(1)
+
+    out = Measured(str(revision if revision is not None else "final"))
+    out.weights_sha256 = weights_hash(model)
+    out.eval_loss = loss_sum / n_targets
+    for i in layer_idx:
+        cov = covs[i].covariance()
+        row: dict[str, Any] = {
+            "model": req.model,
+            "revision": out.revision,
+            "layer": names[i],
+            "layer_index": i,
+            "d_model": d,
+            "erank": centred_effective_rank(cov),
+            "isoscore": isoscore_from_cov(cov),
+            "mean_cosine": cosines[i].mean(),
+        }
+        ceilings = ceiling_ratios(moments[i].matrix.numpy(), ranks)
+        removed = top_removal_isoscores(cov, ranks)
+        for k in ranks:
+            r = r_energy(acc[i, k].energies, n_boot=req.n_boot, level=req.level, seed=req.seed)
+            row |= {
+                f"r_energy_k{k}": r.ratio,
+                f"r_energy_k{k}_ci_low": r.low,
+                f"r_energy_k{k}_ci_high": r.high,
+                f"r_energy_k{k}_p": r.p_value,
+                f"ceiling_k{k}": ceilings[k],
+                f"isoscore_after_tangent_k{k}": removed[k],
+            }
+        row |= {"n_source": len(src_in), "n_eval": len(ev_in), "seq_len": req.seq_len}
+        row |= {"eval_loss": out.eval_loss, **w_row}
+        out.rows.append(row)
+    out.seconds = time.perf_counter() - t0
+    return out
+
+
+def measure(req: Request, log=print) -> tuple[list[Measured], dict[str, Any]]:
+    """Load, check and measure every revision; returns the results and the summary. Nothing is
+    written here (:func:`write_outputs`), so a failure leaves no partial output."""
+    results: list[Measured] = []
+    tokens = src = ev = None
+    layer_idx: list[int] = []
+    bar = None
+    for j, revision in enumerate(req.revisions):
+        model, tokenizer = load_model(req, revision)
+        if tokens is None:  # the text, windows and layers of the first revision serve them all
+            tokens = encode_text(req, tokenizer)
+            src, ev = windows(req, tokens)
+            layer_idx = pick_layers(req.layers, layer_names(model))
+            per_rev = -(-len(src) // req.batch) + -(-len(ev) // req.batch)
+            bar = tqdm(
+                total=per_rev * len(req.revisions), desc="revisions × batches", file=sys.stderr
+            )
+        res = measure_revision(req, revision, model, tokenizer, src, ev, layer_idx, bar)
+        results.append(res)
+        log(
+            f"{req.model} @ {res.revision} ({j + 1}/{len(req.revisions)}): "
+            f"{len(layer_idx)} layers, eval loss {res.eval_loss:.3f}, {res.seconds:.1f} s"
+        )
+        del model
+    if bar is not None:
+        bar.close()
+    summary = {
+        "model": req.model,
+        "revisions": {
+            r.revision: {
+                "weights_sha256": r.weights_sha256,
+                "eval_loss": r.eval_loss,
+                "seconds": r.seconds,
+            }
+            for r in results
+        },
+        "text": req.text or f"corpus:{req.corpus}",
+        "tokens": int(len(tokens)),
+        "seq_len": req.seq_len,
+        "ranks": measured_ranks(results[0].rows[0]),
+        "controls": req.controls,
+        "n_boot": req.n_boot,
+        "level": req.level,
+        "seed": req.seed,
+        "device": req.device,
+        "libraries": {lib: importlib.metadata.version(lib) for lib in LIBRARIES},
+    }
+    return results, summary
+
+
+def measured_ranks(row: dict[str, Any]) -> list[int]:
+    """The ranks k a row holds R_energy for (``r_energy_k<k>`` columns)."""
+    return sorted(int(c[10:]) for c in row if c.startswith("r_energy_k") and c[10:].isdigit())
+
+
+def profiles_figure(results: list[Measured], path: Path) -> None:
+    """Per-layer profiles, one line per revision: effective rank, IsoScore, mean cosine,
+    R_energy (the middle rank, with its interval) and IsoScore after removing T."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ks = measured_ranks(results[0].rows[0])
+    k = ks[len(ks) // 2]
+    panels = [
+        ("erank", "effective rank of H"),
+        ("isoscore", "IsoScore of H"),
+        ("mean_cosine", "mean cosine of H"),
+        (f"r_energy_k{k}", f"R_energy, k = {k} (log)"),
+        (f"isoscore_after_tangent_k{k}", f"IsoScore of H without T, k = {k}"),
+    ]
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 3.0))
+    for res in results:
+        x = [r["layer_index"] for r in res.rows]
+        for ax, (col, title) in zip(axes, panels, strict=True):
+            y = [r[col] for r in res.rows]
+            ax.plot(x, y, marker="o", ms=3, label=res.revision)
+            if col.startswith("r_energy"):
+                lo = [r[f"{col}_ci_low"] for r in res.rows]
+                hi = [r[f"{col}_ci_high"] for r in res.rows]
+                ax.fill_between(x, lo, hi, alpha=0.2)
+                ax.set_yscale("log")
+                ax.axhline(1.0, color="grey", lw=0.8, ls=":")
+            ax.set_title(title, fontsize=9)
+            ax.set_xlabel("layer")
+    axes[0].legend(fontsize=7, title="revision", title_fontsize=7)
+    fig.suptitle(results[0].rows[0]["model"], fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120, metadata={"Software": None})
+    plt.close(fig)
+
+
+def write_outputs(results: list[Measured], summary: dict[str, Any], out: str | Path) -> Path:
+    """``measure.csv``, ``summary.json``, ``profiles.png`` in ``out`` (each written whole)."""
+    import pandas as pd
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_csv(
+        out / "measure.csv", pd.DataFrame([r for res in results for r in res.rows]), index=False
+    )
+    write_json(out / "summary.json", summary)
+    profiles_figure(results, out / "profiles.png")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------------------------
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="geolib measure",
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("model", help="hub id, run directory, save_pretrained folder or .gguf file")
+    p.add_argument(
+        "--revision",
+        action="append",
+        default=None,
+        help="hub revision or run step (repeat for several; default: the last)",
+    )
+    text = p.add_mutually_exclusive_group(required=True)
+    text.add_argument("--text", help="a UTF-8 text file")
+    text.add_argument("--corpus", help="our corpus: id, ood (all OOD domains) or a domain name")
+    p.add_argument("--corpus-dir", default="data/corpus")
+    p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (no silent fallback)")
+    p.add_argument("--layers", default="all", help="all, or indices like 0,3,-1")
+    p.add_argument("--tokens", type=int, default=16384, help="tokens of text (both halves)")
+    p.add_argument("--seq-len", type=int, default=128)
+    p.add_argument("--ranks", type=int, nargs="+", default=list(RANKS))
+    p.add_argument("--controls", type=int, default=20, help="normal control subspaces per unit")
+    p.add_argument("--n-boot", type=int, default=1000)
+    p.add_argument("--level", type=float, default=0.95)
+    p.add_argument("--batch-size", type=int, default=None, help="default 8 on CPU, 32 on GPU")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default="measure-out", help="output folder")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    revs = tuple(int(r) if r.isdigit() else r for r in args.revision) if args.revision else (None,)
+    try:
+        req = Request(
+            model=args.model,
+            revisions=revs,
+            text=args.text,
+            corpus=args.corpus,
+            corpus_dir=args.corpus_dir,
+            device=args.device,
+            layers=args.layers,
+            tokens=args.tokens,
+            seq_len=args.seq_len,
+            ranks=tuple(args.ranks),
+            controls=args.controls,
+            n_boot=args.n_boot,
+            level=args.level,
+            batch_size=args.batch_size,
+            seed=args.seed,
+            out=args.out,
+        )
+        results, summary = measure(req, log=lambda m: print(m, file=sys.stderr))
+    except (ValueError, RuntimeError, FileNotFoundError) as exc:
+        print(f"geolib measure: {exc}", file=sys.stderr)
+        return 2
+    out = write_outputs(results, summary, req.out)
+    print(
+        f"wrote {out}/measure.csv ({sum(len(r.rows) for r in results)} rows), summary.json, "
+        "profiles.png"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

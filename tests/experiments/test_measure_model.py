@@ -1,0 +1,195 @@
+"""``geolib measure``: every output column against the library's functions computed another way,
+a chosen unembedding spectrum, hub revisions offline, and bad input (no partial outputs)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from geolib.__main__ import main as geolib_main
+from geolib.experiments import measure_model as mm
+from geolib.measure.metrics import (
+    effective_rank,
+    isoscore,
+    isoscore_from_cov,
+    mean_cosine_similarity,
+)
+from geolib.measure.probes import complement_subspaces, residual_states, states_and_gradients
+from geolib.models.checkpoints import load
+from geolib.models.families import ModelConfig, build_model, quiet_progress
+from geolib.models.fingerprint import weights_hash
+from tests.models.test_checkpoints import V, make_hub_cache, make_tokenizer
+
+D, RANK_W = 16, 4
+
+
+def _saved_model(folder, seed: int = 0, n_layers: int = 2):
+    """A tiny GPT-NeoX whose unembedding has ``RANK_W`` equal singular values and no others, so
+    that its effective rank (both variants) and stable rank are exactly ``RANK_W``."""
+    cfg = ModelConfig(family="pythia", d_model=D, n_layers=n_layers, n_heads=2, d_ff=32, context=32)
+    with quiet_progress():
+        model = build_model(cfg, V, seed=seed)
+        rng = np.random.default_rng(seed)
+        u, _ = np.linalg.qr(rng.standard_normal((V, RANK_W)))
+        v, _ = np.linalg.qr(rng.standard_normal((D, RANK_W)))
+        w = torch.from_numpy(3.0 * u @ v.T).float()
+        model.get_output_embeddings().weight.data.copy_(w)
+        model.save_pretrained(folder)
+    make_tokenizer(folder)
+    return folder
+
+
+def _text(path, n_words: int = 1200, seed: int = 0):
+    words = np.random.default_rng(seed).integers(3, V, n_words)
+    path.write_text(" ".join(f"w{i}" for i in words))
+    return path
+
+
+ARGS = ["--tokens", "1000", "--seq-len", "16", "--ranks", "1", "2", "--controls", "4"]
+ARGS += ["--n-boot", "50", "--batch-size", "5"]
+
+
+def test_every_column_against_the_library_computed_another_way(tmp_path):
+    folder = _saved_model(tmp_path / "model")
+    text = _text(tmp_path / "text.txt")
+    out = tmp_path / "out"
+    assert mm.main([str(folder), "--text", str(text), *ARGS, "--out", str(out)]) == 0
+    table = pd.read_csv(out / "measure.csv")
+    summary = json.loads((out / "summary.json").read_text())
+    assert (out / "profiles.png").stat().st_size > 0
+    assert list(table["layer_index"]) == [0, 1, 2]  # embedding output + 2 blocks
+
+    # the chosen spectrum: RANK_W equal singular values
+    for col in ("w_erank", "w_erank_sq", "w_stable_rank"):
+        assert np.allclose(table[col], RANK_W, rtol=1e-6), col
+
+    # the states, the gradients and the subspaces, recomputed from whole matrices
+    model, tok = load(folder)
+    req = mm.Request(model=str(folder), revisions=(None,), text=str(text), tokens=1000, seq_len=16)
+    tokens = np.asarray(tok(text.read_text())["input_ids"][:1000])
+    src, ev = mm.windows(req, tokens)
+    states = residual_states(model, torch.from_numpy(src[:, :-1]))
+    sg = states_and_gradients(model, torch.from_numpy(ev[:, :-1]), torch.from_numpy(ev[:, 1:]))
+    assert summary["tokens"] == 1000 and table["n_source"].iloc[0] == len(src)
+    assert summary["revisions"]["final"]["weights_sha256"] == weights_hash(model)
+    assert np.isclose(table["eval_loss"].iloc[0], sg.loss_sum / sg.n_targets, rtol=1e-5)
+    assert np.allclose(table["w_isoscore"], isoscore(model.get_output_embeddings().weight.detach()))
+    for i, row in table.iterrows():
+        h = states[i].reshape(-1, D).double().numpy()
+        assert np.isclose(row["erank"], effective_rank(h, center=True), rtol=1e-8)
+        assert np.isclose(row["isoscore"], isoscore(h), rtol=1e-8)
+        assert np.isclose(row["mean_cosine"], mean_cosine_similarity(h), rtol=1e-8, atol=1e-12)
+        cov = np.cov(h.T)
+        lam, vecs = np.linalg.eigh(cov)
+        g = sg.grads[i].double().numpy()  # (sequences, seq, d)
+        for k in (1, 2):
+            # IsoScore in T's complement: the d − k smallest eigenvalues as a diagonal covariance
+            after = isoscore_from_cov(np.diag(lam[: D - k]))
+            assert np.isclose(row[f"isoscore_after_tangent_k{k}"], after, rtol=1e-8)
+            t = vecs[:, ::-1][:, :k]
+            ctrl = complement_subspaces(t, 4, np.random.default_rng([0, i, k]))
+            e_t = ((g @ t) ** 2).sum()
+            e_n = np.mean([((g @ c) ** 2).sum() for c in ctrl])
+            assert np.isclose(row[f"r_energy_k{k}"], e_t / e_n, rtol=1e-4), (i, k)
+            assert row[f"r_energy_k{k}_ci_low"] <= row[f"r_energy_k{k}"]
+            assert row[f"r_energy_k{k}"] <= row[f"r_energy_k{k}_ci_high"]
+            assert row[f"r_energy_k{k}"] <= row[f"ceiling_k{k}"] * (1 + 1e-9)
+    assert summary["ranks"] == [1, 2] and set(summary["libraries"]) >= {"torch", "transformers"}
+
+
+def test_hub_revisions_offline_give_one_row_per_revision_and_layer(tmp_path, monkeypatch):
+    revs = {f"step{s}": _saved_model(tmp_path / "src" / f"step{s}", seed=s) for s in (1, 2)}
+    make_hub_cache(tmp_path / "hub", "testorg/tiny", revs)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    text = _text(tmp_path / "text.txt")
+    out = tmp_path / "out"
+    argv = ["measure", "testorg/tiny", "--revision", "step1", "--revision", "step2"]
+    assert (
+        geolib_main([*argv, "--text", str(text), *ARGS, "--layers", "0,-1", "--out", str(out)]) == 0
+    )
+    table = pd.read_csv(out / "measure.csv")
+    assert list(zip(table["revision"], table["layer_index"], strict=True)) == [
+        ("step1", 0),
+        ("step1", 2),
+        ("step2", 0),
+        ("step2", 2),
+    ]
+    hashes = json.loads((out / "summary.json").read_text())["revisions"]
+    assert hashes["step1"]["weights_sha256"] != hashes["step2"]["weights_sha256"]
+
+    # a revision that is not in the cache: an error naming the cached ones, and no output
+    bad = tmp_path / "bad"
+    argv = ["measure", "testorg/tiny", "--revision", "step1", "--revision", "step5"]
+    assert geolib_main([*argv, "--text", str(text), *ARGS, "--out", str(bad)]) == 2
+    assert not bad.exists()
+
+
+def test_a_run_directory_by_step_and_the_encoder(decoder_and_encoder_runs, tmp_path):
+    root = decoder_and_encoder_runs
+    text = _text(tmp_path / "text.txt")
+    out = tmp_path / "out"
+    argv = [str(root / "bert"), "--revision", "0", "--revision", "8", "--text", str(text)]
+    assert mm.main([*argv, *ARGS, "--out", str(out)]) == 0
+    table = pd.read_csv(out / "measure.csv")
+    assert set(table["revision"].astype(str)) == {"0", "8"}
+    assert (table["r_energy_k1_ci_low"] <= table["r_energy_k1"]).all()
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--layers", "3"], "the model has 3 layers"),
+        (["--layers", "first"], "--layers must be 'all' or integers"),
+        (["--tokens", "60"], "fewer than 4 windows"),
+        (["--device", "tpu"], "--device must be cpu or cuda"),
+        (["--ranks", "0"], "--ranks must be positive"),
+    ],
+)
+def test_bad_input_is_a_clear_error_and_leaves_no_output(tmp_path, capsys, extra, message):
+    folder = _saved_model(tmp_path / "model")
+    text = _text(tmp_path / "text.txt")
+    out = tmp_path / "out"
+    assert mm.main([str(folder), "--text", str(text), *ARGS, *extra, "--out", str(out)]) == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_a_short_text_a_missing_head_and_cuda_without_a_gpu(tmp_path, capsys):
+    folder = _saved_model(tmp_path / "model")
+    short = _text(tmp_path / "short.txt", n_words=40)
+    out = tmp_path / "out"
+    assert mm.main([str(folder), "--text", str(short), "--seq-len", "16", "--out", str(out)]) == 2
+    assert "fewer than 4 windows of 17" in capsys.readouterr().err and not out.exists()
+
+    if not torch.cuda.is_available():
+        argv = [str(folder), "--text", str(short), "--device", "cuda", "--out", str(out)]
+        assert mm.main(argv) == 2
+        assert "no CUDA GPU on this machine" in capsys.readouterr().err and not out.exists()
+
+    class Headless(torch.nn.Module):
+        def get_output_embeddings(self):
+            return None
+
+    with pytest.raises(ValueError, match="has no output embeddings"):
+        mm.unembedding_row(Headless())
+
+
+def test_cosine_sum_and_centred_effective_rank_match_the_whole_matrix_functions():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((300, 6)) * [5, 3, 1, 1, 0.5, 0.1] + 2.0
+    acc = mm.CosineSum(6)
+    for part in np.array_split(x, 7):
+        acc.update(torch.from_numpy(part))
+    assert np.isclose(acc.mean(), mean_cosine_similarity(x), rtol=1e-12)
+    assert np.isclose(mm.centred_effective_rank(np.cov(x.T)), effective_rank(x, center=True))
+
+
+def test_the_geolib_command_names_its_subcommands(capsys):
+    assert geolib_main(["nope"]) == 2
+    assert "unknown command 'nope'" in capsys.readouterr().err
+    assert geolib_main(["--help"]) == 0
