@@ -2,6 +2,9 @@
 
     python scripts/build_book.py
 
+0. Refuses to build when a file it renders — the claims, the result tables, the executed
+   chapters — differs from what ``dvc.lock`` recorded its stage writing (a hand edit, a partial
+   copy), naming the file and the stage.
 1. Renders the claims table from ``data/claims/*.json`` (and the trend-with-size column from
    ``data/results/scale/trends.json``) into ``book/_generated/claims.md``.
 2. Vendors MathJax 3.2.2 (PyPI ``django-static-mathjax``) into ``book/_mathjax`` so the book
@@ -13,6 +16,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shutil
 import subprocess
 import sys
@@ -26,6 +31,61 @@ from geolib.report import claims
 ROOT = Path(__file__).resolve().parents[1]
 
 BOOK = ROOT / "book"
+
+
+#: what the book renders or ships, checked against dvc.lock before it is built
+CHECKED = ("data/claims", "data/results", "book/chapters")
+
+
+def md5_file(path: Path) -> str:
+    h = hashlib.md5()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def dir_md5(folder: Path) -> str:
+    """DVC 3's hash of a directory output: the md5 of its sorted ``[{"md5", "relpath"}]`` list
+    as JSON (``dvc_data.hashfile.tree.Tree``), with DVC's ``.dir`` suffix."""
+    entries = sorted(
+        (
+            {"md5": md5_file(f), "relpath": f.relative_to(folder).as_posix()}
+            for f in folder.rglob("*")
+            if f.is_file()
+        ),
+        key=lambda e: e["relpath"],
+    )
+    return hashlib.md5(json.dumps(entries, sort_keys=True).encode("utf-8")).hexdigest() + ".dir"
+
+
+def lock_mismatches(root: Path, checked: tuple[str, ...] = CHECKED) -> list[str]:
+    """Every output under ``checked`` whose content is not what ``dvc.lock`` recorded, as
+    ``"path (stage): why"``; empty when everything matches."""
+    lock = yaml.load(
+        (root / "dvc.lock").read_text(),
+        Loader=getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader,
+    )
+    problems = []
+    for stage, entry in lock.get("stages", {}).items():
+        for out in entry.get("outs", []):
+            path, want = out["path"], out.get("md5", "")
+            if not any(path == c or path.startswith(c + "/") for c in checked):
+                continue
+            target = root / path
+            if not target.exists():
+                problems.append(f"{path} ({stage}): missing")
+                continue
+            got = dir_md5(target) if want.endswith(".dir") else md5_file(target)
+            if got != want:
+                problems.append(f"{path} ({stage}): changed since the stage wrote it")
+    outs = [o["path"] for e in lock.get("stages", {}).values() for o in e.get("outs", [])]
+    for c in checked:  # a file no stage wrote (left over, or put there by hand)
+        for f in sorted((root / c).rglob("*")) if (root / c).is_dir() else []:
+            rel = f.relative_to(root).as_posix()
+            if f.is_file() and not any(rel == o or rel.startswith(o + "/") for o in outs):
+                problems.append(f"{rel}: written by no stage of dvc.lock")
+    return problems
 
 
 def vendor_mathjax(dest: Path) -> Path:
@@ -55,6 +115,12 @@ def ship_tables(results: Path, dest: Path) -> int:
 
 
 def main() -> int:
+    problems = lock_mismatches(ROOT)
+    if problems:
+        raise SystemExit(
+            "the book renders only what the pipeline wrote; these differ from dvc.lock (rerun "
+            "their stages with dvc repro, or restore them):\n  " + "\n  ".join(problems)
+        )
     claim_files = sorted((ROOT / "data" / "claims").glob("*.json"))
     # the trend-with-size column, from the Scale chapter (a stage the book depends on)
     trends = ROOT / "data" / "results" / "scale" / "trends.json"

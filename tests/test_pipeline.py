@@ -608,3 +608,44 @@ def test_lane_groups_run_only_after_everything_they_read():
             late = {p: rank[p] for p in producers(stage) if rank[p] >= r}
             assert not late, f"{stage} (group {r}) reads outputs of {late} (stage: group)"
     assert rank["book"] > len(lanes.GROUPS)  # at least the book is left to the serial run
+
+
+def test_book_build_refuses_outputs_that_differ_from_dvc_lock(tmp_path):
+    """A hand-edited claim or table, a missing output or a stray file stops the book build,
+    named; the directory hash is DVC's own (checked against ``dvc_data``'s Tree)."""
+    import shutil
+
+    from dvc_data.hashfile.tree import Tree
+
+    book = _load_script("build_book")
+    res = tmp_path / "data" / "results" / "ch"
+    (res / "sub").mkdir(parents=True)
+    (res / "a.csv").write_text("x\n1\n")
+    (res / "sub" / "b.json").write_text("{}")
+    claim = tmp_path / "data" / "claims" / "ch.json"
+    claim.parent.mkdir(parents=True)
+    claim.write_text('{"status": "reproduced"}')
+    files = sorted(f for f in res.rglob("*") if f.is_file())
+    tree = Tree.from_list(
+        [{"md5": book.md5_file(f), "relpath": f.relative_to(res).as_posix()} for f in files]
+    )
+    tree.digest()
+    assert book.dir_md5(res).removesuffix(".dir") == tree.hash_info.value.removesuffix(".dir")
+    outs = [
+        {"path": "data/claims/ch.json", "hash": "md5", "md5": book.md5_file(claim)},
+        {"path": "data/results/ch", "hash": "md5", "md5": book.dir_md5(res)},
+    ]
+    lock = {"schema": "2.0", "stages": {"ch": {"cmd": "run ch", "outs": outs}}}
+    (tmp_path / "dvc.lock").write_text(yaml.safe_dump(lock))
+    assert book.lock_mismatches(tmp_path) == []
+
+    claim.write_text('{"status": "not reproduced"}')
+    (res / "sub" / "b.json").write_text('{"x": 1}')
+    (tmp_path / "data" / "results" / "stray.csv").write_text("y\n")
+    assert book.lock_mismatches(tmp_path) == [
+        "data/claims/ch.json (ch): changed since the stage wrote it",
+        "data/results/ch (ch): changed since the stage wrote it",
+        "data/results/stray.csv: written by no stage of dvc.lock",
+    ]
+    shutil.rmtree(res)
+    assert "data/results/ch (ch): missing" in book.lock_mismatches(tmp_path)
