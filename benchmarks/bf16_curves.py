@@ -3,8 +3,8 @@
     python benchmarks/bf16_curves.py [--models pythia olmo bert]
 
 Trains each default Paper A model once more, seed ``common.seed``, with every training and
-validation step under ``torch.autocast("cpu", dtype=torch.bfloat16)`` (AMX-BF16 where the CPU has it;
-weights, optimizer state and checkpoints stay float32) and eager attention (the faster bf16
+validation step under ``torch.autocast("cpu", dtype=torch.bfloat16)`` (AMX-BF16 where the CPU
+has it; weights, optimizer state and checkpoints stay float32) and eager attention (the faster bf16
 backward here, ``bench_train.py --precision``), into ``benchmarks/results/bf16_runs/<model>``.
 It then compares that run's validation-loss curve with the float32 runs of the same recipe —
 the default run and its seed replicates, from the pipeline — step by step: the bf16 loss, the
