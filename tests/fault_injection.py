@@ -207,6 +207,22 @@ def faults(base: Path, scratch: Path) -> dict[str, Callable[[], str]]:
         (run / "tokenizer" / "tokenizer.json").write_text("{broken")
         return expect_error(lambda: load(run, 6), CheckpointError, "tokenizer")
 
+    def damaged_gguf():
+        """The fetched pretrained model with its low bits flipped (as a disk error would)."""
+        import hashlib
+        import json
+
+        from geolib.models.pretrained import load_gguf
+
+        folder = Path(tempfile.mkdtemp(dir=scratch))
+        (folder / "model").mkdir()
+        body = bytes(range(256)) * 64
+        (folder / "datasheet.json").write_text(
+            json.dumps({"model_file": "m.gguf", "model_sha256": hashlib.sha256(body).hexdigest()})
+        )
+        (folder / "model" / "m.gguf").write_bytes(bytes(b ^ 1 for b in body))
+        return expect_error(lambda: load_gguf(folder / "model", "m.gguf"), ValueError, "m.gguf")
+
     def mistyped_run():
         run = copy()
         return expect_error(lambda: load(str(run.parent / "rnu")), CheckpointError, "no run")
@@ -282,6 +298,7 @@ def faults(base: Path, scratch: Path) -> dict[str, Callable[[], str]]:
         "config.json a JSON list": config_list,
         "tokenizer.json corrupt": corrupt_tokenizer,
         "a mistyped local run path": mistyped_run,
+        "the pretrained GGUF file with bits flipped": damaged_gguf,
         "claim key number not a string": claim_not_string,
         "claim key number with | and a newline": claim_pipe_newline,
         "StreamingCovariance: NaN in a later chunk": covariance_nan_chunk,

@@ -28,7 +28,6 @@ and ``summary.json`` (the key numbers of A4, A6 and A7 with their intervals).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import time
 import zlib
@@ -58,6 +57,7 @@ from geolib.measure.probes import (
 )
 from geolib.measure.stats import Interval, bootstrap_weights, percentile_interval
 from geolib.models.checkpoints import checkpoints_of, load, step_number, training_mask_prob
+from geolib.models.fingerprint import weights_hash
 from geolib.models.replicas import per_seed
 from geolib.stage import stage
 
@@ -71,21 +71,6 @@ def unigram_entropy(tokens: np.ndarray) -> float:
     counts = np.bincount(np.asarray(tokens, dtype=np.int64))
     p = counts[counts > 0] / counts.sum()
     return float(-(p * np.log(p)).sum())
-
-
-# ---------------------------------------------------------------------------------------------
-# Checkpoints
-# ---------------------------------------------------------------------------------------------
-
-
-def weights_hash(model: torch.nn.Module) -> str:
-    """SHA-256 of the model's tensors (names, dtypes, shapes and bytes, in name order)."""
-    h = hashlib.sha256()
-    for name, t in sorted(model.state_dict().items()):
-        t = t.detach().cpu().contiguous()
-        h.update(f"{name}:{t.dtype}:{tuple(t.shape)};".encode())
-        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
-    return h.hexdigest()
 
 
 # ---------------------------------------------------------------------------------------------

