@@ -83,6 +83,8 @@ def lock_mismatches(root: Path, checked: tuple[str, ...] = CHECKED) -> list[str]
     for c in checked:  # a file no stage wrote (left over, or put there by hand)
         for f in sorted((root / c).rglob("*")) if (root / c).is_dir() else []:
             rel = f.relative_to(root).as_posix()
+            if f.name == ".gitignore":  # DVC's own, listing the outputs beside it
+                continue
             if f.is_file() and not any(rel == o or rel.startswith(o + "/") for o in outs):
                 problems.append(f"{rel}: written by no stage of dvc.lock")
     return problems

@@ -638,6 +638,7 @@ def test_book_build_refuses_outputs_that_differ_from_dvc_lock(tmp_path):
     ]
     lock = {"schema": "2.0", "stages": {"ch": {"cmd": "run ch", "outs": outs}}}
     (tmp_path / "dvc.lock").write_text(yaml.safe_dump(lock))
+    (tmp_path / "data" / "results" / ".gitignore").write_text("/ch\n")  # DVC writes these
     assert book.lock_mismatches(tmp_path) == []
 
     claim.write_text('{"status": "not reproduced"}')
