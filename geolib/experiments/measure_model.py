@@ -37,7 +37,7 @@ import argparse
 import importlib.metadata
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -501,24 +501,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     revs = tuple(int(r) if r.isdigit() else r for r in args.revision) if args.revision else (None,)
     try:
-        req = Request(
-            model=args.model,
-            revisions=revs,
-            text=args.text,
-            corpus=args.corpus,
-            corpus_dir=args.corpus_dir,
-            device=args.device,
-            layers=args.layers,
-            tokens=args.tokens,
-            seq_len=args.seq_len,
-            ranks=tuple(args.ranks),
-            controls=args.controls,
-            n_boot=args.n_boot,
-            level=args.level,
-            batch_size=args.batch_size,
-            seed=args.seed,
-            out=args.out,
-        )
+        # the options are named as Request's fields; revisions and ranks need converting
+        given = {f.name: getattr(args, f.name) for f in fields(Request) if hasattr(args, f.name)}
+        req = Request(**given | {"revisions": revs, "ranks": tuple(args.ranks)})
         results, summary = measure(req, log=lambda m: print(m, file=sys.stderr))
     except (ValueError, RuntimeError, FileNotFoundError) as exc:
         print(f"geolib measure: {exc}", file=sys.stderr)
