@@ -28,9 +28,6 @@ EXEMPT_READS: dict[str, tuple[str, ...]] = {
     # The book renders the executed chapters; depending on them would rerun it on every run
     # (their bytes change with timing). It depends on the notebooks and every chapter's data.
     "book": ("book/chapters",),
-    # Measuring a sweep point reads the other points' measures.json only to print the sweep's
-    # progress (points measured / total, ETA); nothing it writes depends on them.
-    "sweep_measure": ("data/measures/sweep",),
 }
 #: Reads any stage may make: a chapter's provenance record (geolib.report.provenance) reads its own
 #: stage's deps and params list from dvc.yaml to hash its inputs; nothing it computes depends

@@ -1,29 +1,28 @@
-"""Run groups of independent DVC stages side by side: how `make all` runs the pipeline.
+"""Run the pipeline's stages side by side, each as soon as its upstream is done: how `make all`
+runs the pipeline.
 
     python scripts/lanes.py --pipeline [--lanes 2]      # `make all`, and the profile runs
     python scripts/lanes.py [--lanes 2] [--dry] PATTERN [PATTERN ...]
 
-``--pipeline``: ``dvc repro`` of the stages in :data:`BEFORE` (with their upstream), then each
-group of :data:`GROUPS` side by side, then a plain ``dvc repro``, which finds those stages done
-and runs the rest (the last chapter and the book) in order. A group holds stages whose upstream
-lies in :data:`BEFORE` or in earlier groups only (a test checks this against ``dvc.yaml``):
-training; then the analyses of what was trained and the sweep's and saturation's measurements;
-then the tables built on those; then the chapters.
+``--pipeline``: DVC's own graph of the pipeline (``Repo.index.graph``) and its status give the
+stages to run: every stage whose deps, params or outs changed, and everything downstream of one.
+Each is reproduced with ``dvc repro --single-item NAME`` once every upstream stage in that set has
+finished (a stage that turns out unchanged is skipped by DVC itself), ``--lanes`` at a time. When
+a lane frees up it takes the ready stage that comes first in :data:`PRIORITY`: the sweep's short
+training stages and the chain that reads them (measures, the model table, quantization,
+forgetting) first, so that the long quantization stage runs beside the Paper A training instead
+of alone at the end; then the training, longest first; then the analyses and the chapters.
+No barrier waits for a whole group: a lane idles only when no stage is ready.
 
-Every stage whose name matches a pattern (``fnmatch``, e.g. ``'sweep_train@*'``) is reproduced
-with ``dvc repro --single-item NAME`` (an up-to-date stage is skipped by DVC itself), ``--lanes``
-at a time, the cores split between them: each lane's processes see ``OMP_NUM_THREADS`` = cores ÷
-lanes and ``GEOLIB_JOBS`` = lanes (oversubscribed OpenMP threads busy-wait and ruin every
-job's throughput). Stages start in the order of the patterns (the longest first, so that the
-short ones fill the lanes at the end), each pattern's stages in ``dvc.yaml`` order. DVC allows
-it: a stage's command runs with the repository unlocked, and each ``repro`` records only its
-own stage in ``dvc.lock``.
+Stages given as patterns (``fnmatch``, e.g. ``'sweep_train@*'``) run the same way but must be
+independent of one another, their upstream up to date (``--single-item`` does not look upstream).
 
-The matched stages must be independent of one another, and their upstream stages must be up to
-date (``--single-item`` does not look upstream): `make all` runs :data:`BEFORE` first and a
-plain ``dvc repro`` last, which finds these stages done and runs the rest in order. Results are
-bitwise reproducible for a given number of lanes (threads per run) on one machine; a run with
-another thread count differs in the last digits (floating-point summation order).
+Each lane's processes see ``OMP_NUM_THREADS`` = cores ÷ lanes and ``GEOLIB_JOBS`` = lanes
+(oversubscribed OpenMP threads busy-wait and ruin every job's throughput). DVC allows running
+stages side by side: a stage's command runs with the repository unlocked, and each ``repro``
+records only its own stage in ``dvc.lock``. Results are bitwise reproducible for a given number
+of lanes (threads per run) on one machine; another thread count differs in the last digits
+(floating-point summation order).
 """
 
 from __future__ import annotations
@@ -33,53 +32,43 @@ import fnmatch
 import os
 import subprocess
 import sys
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-#: reproduced first, upstream included: everything the groups read that no group makes
-BEFORE = ["tokenize", "fetch_pretrained"]
-#: run side by side, one group after the other, each group's patterns longest stages first
-GROUPS = [
-    # training (one torch thread per lane: two lanes ≈ one two-thread run in compute, and they
-    # overlap the start-up of the many short stages); the notebooks that need no trained model
-    # fill the lanes at the end
-    [
-        "train_*",
-        "ladder_train@*",
-        "sweep_train@*",
-        "saturation_train@*",
-        "metric_validation",
-        "variance_collapse",
-        "gradient_scaling",
-        "chord_arc",
-        "corpus",
-    ],
-    # what reads the trained models: the Paper A analyses, then the per-model measurements
-    [
-        "residual_isotropy_tables",
-        "gradient_energy_tables",
-        "frequency_collapse_tables",
-        "scale_residual_isotropy_tables",
-        "scale_gradient_energy_tables",
-        "gradient_energy_pretrained",
-        "scale_frequency_collapse_tables",
-        "sweep_measure@*",
-        "saturation_measure@*",
-    ],
-    # the tables built on the measurements
-    ["geometry_performance_tables", "saturation_tables", "training"],
-    # the two tables that read the sweep's model table, and the chapters of the tables above
-    [
-        "quantization_tables",
-        "forgetting_tables",
-        "residual_isotropy",
-        "gradient_energy",
-        "frequency_collapse",
-        "scale",
-        "saturation",
-    ],
+#: which ready stage a free lane takes first (the first matching pattern wins; stages matching
+#: none come last, in pipeline order)
+PRIORITY = [
+    # the data every model reads
+    "prepare_corpus",
+    "tokenize",
+    # the sweep's many short stages and the chain that reads them, ending in quantization
+    # (the longest analysis: ~11 min on one thread), which then runs beside the training below
+    "sweep_train@*",
+    "sweep_measure",
+    "geometry_performance_tables",
+    "quantization_tables",
+    "forgetting_tables",
+    # training, the longest stages first
+    "ladder_train@l",
+    "train_*",
+    "ladder_train@*",
+    "saturation_train@*",
+    "saturation_measure",
+    "saturation_tables",
+    "fetch_pretrained",
+    # the analyses of the trained models, longest first
+    "residual_isotropy_tables",
+    "gradient_energy_tables",
+    "frequency_collapse_tables",
+    "scale_residual_isotropy_tables",
+    "scale_gradient_energy_tables",
+    "gradient_energy_pretrained",
+    "scale_frequency_collapse_tables",
+    # the chapters, the book last (it depends on all of them)
+    "*",
 ]
 
 
@@ -99,7 +88,7 @@ def stage_names(root: Path = ROOT) -> list[str]:
 def matching(names: list[str], patterns: list[str]) -> list[str]:
     """The names matching any pattern, in the order of the patterns (each pattern's names in
     pipeline order, a name once); a pattern matching none is an error (a typo would silently
-    leave its stages to the serial run)."""
+    change the order or the set of stages)."""
     found: list[str] = []
     for p in patterns:
         hits = [n for n in names if fnmatch.fnmatchcase(n, p)]
@@ -109,21 +98,61 @@ def matching(names: list[str], patterns: list[str]) -> list[str]:
     return found
 
 
-def pipeline(lanes: int, root: Path = ROOT) -> int:
-    """The whole pipeline: :data:`BEFORE`, the :data:`GROUPS` side by side, then the rest."""
+def pipeline_graph(root: Path = ROOT) -> tuple[list[str], dict[str, set[str]], set[str]]:
+    """``(names in pipeline order, upstream stages of each, stages DVC reports changed)``, from
+    DVC's own index and status (``foreach`` items expanded)."""
+    from dvc.repo import Repo
+
+    with Repo(str(root)) as repo:
+        graph = repo.index.graph  # edges run from a stage to the stages it depends on
+        names = [stage.addressing for stage in graph.nodes]
+        upstream = {s.addressing: {u.addressing for u in graph.successors(s)} for s in graph.nodes}
+        changed = set(repo.status())
+    return names, upstream, changed
+
+
+def to_run(upstream: Mapping[str, set[str]], changed: set[str]) -> set[str]:
+    """The changed stages and everything downstream of one (it may have to run once they have;
+    if its inputs come out unchanged, DVC skips it)."""
+    downstream: dict[str, set[str]] = {n: set() for n in upstream}
+    for n, ups in upstream.items():
+        for u in ups:
+            downstream[u].add(n)
+    out, todo = set(), [n for n in changed if n in upstream]
+    while todo:
+        n = todo.pop()
+        if n not in out:
+            out.add(n)
+            todo += downstream[n]
+    return out
+
+
+def pipeline(lanes: int, root: Path = ROOT, dry: bool = False) -> int:
+    """The whole pipeline, every stage to run as soon as its upstream is done (``dry``: list
+    them in priority order, run nothing)."""
     t0 = time.perf_counter()
-    subprocess.run([dvc(), "repro", *BEFORE], cwd=root, check=True)
-    names = stage_names(root)
-    for i, patterns in enumerate(GROUPS, start=1):
-        t1 = time.perf_counter()
-        results = run(matching(names, patterns), lanes, root)
-        if any(code != 0 for _, code, _ in results):
-            print("lanes: a stage failed; stopping", file=sys.stderr)
-            return 1
-        took = time.perf_counter() - t1
-        print(f"lanes: group {i} ({len(results)} stages) in {took:.0f} s", file=sys.stderr)
-    print(f"lanes: groups done in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
-    return subprocess.run([dvc(), "repro"], cwd=root).returncode
+    names, upstream, changed = pipeline_graph(root)
+    run_set = to_run(upstream, changed)
+    order = [n for n in matching(names, PRIORITY) if n in run_set]
+    print(
+        f"lanes: {len(order)} of {len(names)} stages to run "
+        f"({len(changed)} changed; read in {time.perf_counter() - t0:.0f} s)",
+        file=sys.stderr,
+        flush=True,
+    )
+    if dry:
+        print("\n".join(order))
+        return 0
+    waits = {n: upstream[n] & run_set for n in order}
+    results = run(order, lanes, root, waits=waits)
+    bad = [name for name, code, _ in results if code != 0]
+    took = time.perf_counter() - t0
+    print(
+        f"lanes: {len(results)} stages in {took:.0f} s"
+        + (f"; failed or not run: {bad}" if bad else ""),
+        file=sys.stderr,
+    )
+    return 1 if bad else 0
 
 
 def lane_env(lanes: int, cores: int | None = None) -> dict[str, str]:
@@ -133,32 +162,57 @@ def lane_env(lanes: int, cores: int | None = None) -> dict[str, str]:
 
 
 def run(
-    names: list[str], lanes: int, root: Path = ROOT, force: bool = False
+    names: list[str],
+    lanes: int,
+    root: Path = ROOT,
+    force: bool = False,
+    waits: Mapping[str, set[str]] | None = None,
 ) -> list[tuple[str, int, float]]:
     """Reproduce each stage, ``lanes`` at a time (``force``: even if up to date, for timing);
-    ``(name, exit code, seconds)`` per stage. After the first failure no new stage starts
-    (those running finish)."""
+    ``(name, exit code, seconds)`` per stage, in the order of ``names``. A stage starts once every
+    stage in ``waits[name]`` (its upstream among ``names``) has ended with exit 0; a free lane
+    takes the first such stage in ``names``. After a failure no new stage starts (those running
+    finish); the stages never started are reported with exit code -1."""
+    waits = {n: set((waits or {}).get(n, ())) for n in names}
+    unknown = {u for n in names for u in waits[n]} - set(names)
+    if unknown:
+        raise ValueError(f"stages wait for stages that are not run: {sorted(unknown)}")
     env = lane_env(lanes)
+    pending, done, results = list(names), set(), []
+    running = 0
     failed = False
-    results: list[tuple[str, int, float]] = []
+    cond = threading.Condition()
 
-    def one(name: str) -> tuple[str, int, float]:
-        nonlocal failed
-        if failed:
-            return name, -1, 0.0
+    def one(name: str) -> None:
+        nonlocal running, failed
         t0 = time.perf_counter()
         cmd = [dvc(), "--wait-for-lock", "repro", "--single-item", *(["-f"] * force), name]
         code = subprocess.run(cmd, cwd=root, env=env).returncode
-        failed |= code != 0
-        return name, code, time.perf_counter() - t0
+        seconds = time.perf_counter() - t0
+        print(f"lanes: {name}: exit {code}, {seconds:.0f} s", file=sys.stderr, flush=True)
+        with cond:
+            results.append((name, code, seconds))
+            failed |= code != 0
+            if code == 0:
+                done.add(name)
+            running -= 1
+            cond.notify_all()
 
-    with ThreadPoolExecutor(max_workers=lanes) as pool:
-        for result in pool.map(one, names):
-            results.append(result)
-            name, code, seconds = result
-            if code >= 0:
-                print(f"lanes: {name}: exit {code}, {seconds:.0f} s", file=sys.stderr, flush=True)
-    return results
+    with cond:
+        while pending and not failed:
+            ready = next((n for n in pending if waits[n] <= done), None)
+            if ready is None or running >= lanes:
+                if running == 0:  # nothing can ever become ready: a cycle in `waits`
+                    raise ValueError(f"stages wait for one another: {pending}")
+                cond.wait()
+                continue
+            pending.remove(ready)
+            running += 1
+            threading.Thread(target=one, args=(ready,), daemon=True).start()
+        while running:
+            cond.wait()
+    by_name = {r[0]: r for r in results}
+    return [by_name.get(n, (n, -1, 0.0)) for n in names]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -166,7 +220,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("patterns", nargs="*", help="stage names or fnmatch patterns")
     parser.add_argument("--pipeline", action="store_true", help="the whole pipeline (make all)")
     parser.add_argument("--lanes", type=int, default=2, help="stages at a time (default 2)")
-    parser.add_argument("--dry", action="store_true", help="list the stages, run nothing")
+    parser.add_argument(
+        "--dry", action="store_true", help="list the stages (in the order they may start)"
+    )
     parser.add_argument(
         "--force", action="store_true", help="rerun the matched stages even if up to date"
     )
@@ -176,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.pipeline == bool(args.patterns):
         parser.error("give --pipeline or stage patterns (not both)")
     if args.pipeline:
-        return pipeline(args.lanes)
+        return pipeline(args.lanes, dry=args.dry)
     names = matching(stage_names(), args.patterns)
     if args.dry:
         print("\n".join(names))

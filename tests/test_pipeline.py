@@ -577,38 +577,64 @@ def _overlap(a: str, b: str) -> bool:
     return a == b or a.startswith(b + "/") or b.startswith(a + "/")
 
 
-def test_lane_groups_run_only_after_everything_they_read():
-    """Every stage of a lane group reads only what :data:`BEFORE` (with its upstream) or an
-    earlier group makes: ``--single-item`` does not look upstream, so a stage placed too early
-    would read missing or stale inputs."""
+def test_lanes_start_a_stage_only_after_its_upstream_and_in_priority_order(tmp_path, monkeypatch):
+    """With ``waits``, a stage starts only once every stage it waits for has ended with exit 0;
+    a free lane takes the first ready stage; a cycle is an error, not a hang."""
     lanes = _load_script("lanes")
-    names = {
-        n: f"{n}@x" if "foreach" in stage else n
-        for n, stage in yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"].items()
+    log = tmp_path / "log"
+    fake = tmp_path / "dvc"
+    fake.write_text(
+        "#!/bin/sh\n"
+        f'echo "start $4" >> {log}\n'
+        'case "$4" in slow*) sleep 0.6;; *) sleep 0.2;; esac\n'
+        f'echo "end $4" >> {log}\n'
+    )
+    fake.chmod(0o755)
+    monkeypatch.setattr(lanes, "dvc", lambda: str(fake))
+    # slow and a start at once; b waits for a, c for b and slow; d is ready from the start
+    # but comes last in the order, so it takes the lane a frees only if b cannot
+    names = ["slow", "a", "b", "c", "d"]
+    waits = {"b": {"a"}, "c": {"b", "slow"}}
+    results = lanes.run(names, lanes=2, root=tmp_path, waits=waits)
+    assert [r[:2] for r in results] == [(n, 0) for n in names]
+    events = log.read_text().split("\n")[:-1]
+    at = {e: i for i, e in enumerate(events)}
+    assert at["start b"] > at["end a"]
+    assert at["start c"] > max(at["end b"], at["end slow"])
+    assert at["start b"] < at["start d"]  # b was ready first and comes first in the order
+    with pytest.raises(ValueError, match="wait for one another"):
+        lanes.run(["x", "y"], lanes=2, root=tmp_path, waits={"x": {"y"}, "y": {"x"}})
+    with pytest.raises(ValueError, match="not run"):
+        lanes.run(["x"], lanes=2, root=tmp_path, waits={"x": {"nope"}})
+
+
+def test_lanes_run_the_changed_stages_and_everything_downstream():
+    lanes = _load_script("lanes")
+    upstream = {
+        "data": set(),
+        "train": {"data"},
+        "measure": {"train"},
+        "book": {"measure"},
+        "theory": set(),
     }
-    outs = {n: [_path_root(p) for p in _out_paths(DVC[n])] for n in DVC}
+    assert lanes.to_run(upstream, {"train"}) == {"train", "measure", "book"}
+    assert lanes.to_run(upstream, {"theory", "data"}) == set(upstream)
+    assert lanes.to_run(upstream, set()) == set()
 
-    def producers(stage: str) -> set[str]:
-        deps = [_path_root(d if isinstance(d, str) else next(iter(d))) for d in DVC[stage]["deps"]]
-        return {p for p in DVC if p != stage and any(_overlap(d, o) for d in deps for o in outs[p])}
 
-    rank = {n: len(lanes.GROUPS) + 1 for n in DVC}  # the serial run, last
-    todo = list(lanes.BEFORE)
-    while todo:  # BEFORE and its upstream: rank 0
-        stage = todo.pop()
-        if rank[stage]:
-            rank[stage] = 0
-            todo += producers(stage)
-    for i, patterns in enumerate(lanes.GROUPS, start=1):
-        for stage in lanes.matching(list(names.values()), patterns):
-            base = stage.split("@")[0]
-            assert rank[base] > len(lanes.GROUPS), f"{base} is in two groups"
-            rank[base] = i
-    for stage, r in rank.items():
-        if 0 < r <= len(lanes.GROUPS):
-            late = {p: rank[p] for p in producers(stage) if rank[p] >= r}
-            assert not late, f"{stage} (group {r}) reads outputs of {late} (stage: group)"
-    assert rank["book"] > len(lanes.GROUPS)  # at least the book is left to the serial run
+def test_lanes_priority_names_real_stages_and_covers_every_stage():
+    """Every pattern of the priority list matches a stage of ``dvc.yaml`` (a typo would silently
+    reorder the pipeline), and the list's last pattern takes every other stage."""
+    lanes = _load_script("lanes")
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    names = [
+        f"{n}@{item}" if "foreach" in stage else n
+        for n, stage in stages.items()
+        for item in (["l", "x"] if "foreach" in stage else [None])
+    ]
+    order = lanes.matching(names, lanes.PRIORITY)
+    assert sorted(order) == sorted(names)
+    assert order[-1] == "book"
 
 
 def test_book_build_refuses_outputs_that_differ_from_dvc_lock(tmp_path):

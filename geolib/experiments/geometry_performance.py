@@ -2,7 +2,7 @@
 
     python -m geolib.experiments.geometry_performance --params params.yaml
 
-Gathers every point's ``measures.json`` (stage ``sweep_measure@<point>``) into one table
+Gathers every point's ``measures.json`` (stage ``sweep_measure``) into one table
 (``models.csv``, one row per model), then
 computes what the chapter's verdicts read:
 

@@ -129,9 +129,11 @@ def gaussian_samples(
     return out[0], out[1]
 
 
-def _removals(s: np.ndarray, base, t: np.ndarray, controls: np.ndarray):
-    """``(d_t, d_n per control)``: IsoScore changes from ``base`` for covariance(s) ``s``."""
-    vals = residual_isoscore(s, np.concatenate([t[None], controls])) - np.asarray(base)[..., None]
+def _removals(s: np.ndarray, base, t: np.ndarray, controls: np.ndarray, checked: bool = False):
+    """``(d_t, d_n per control)``: IsoScore changes from ``base`` for covariance(s) ``s``
+    (``checked``: ``s`` was checked already, as the resamples are once in :func:`_resampled`)."""
+    bases = np.concatenate([t[None], controls])
+    vals = residual_isoscore(s, bases, check_input=not checked) - np.asarray(base)[..., None]
     return vals[..., 0], vals[..., 1:]
 
 
@@ -259,7 +261,7 @@ def analyse_run(
                         if name == REFIT:
                             row["gaussian_fraction"] = g_frac
                         if name in boot_names:
-                            bd_t, bd_n = _removals(sb, base_b, t, controls[name])
+                            bd_t, bd_n = _removals(sb, base_b, t, controls[name], checked=True)
                             rep = Replicates(bd_t, np.median(bd_n, axis=1), d_max_b)
                             result.replicates[(step, layer, zeta, name)] = rep
                             for col, vals in (

@@ -3,7 +3,8 @@
 
     python -m geolib.models.grid saturation names            # the runs of the design
     python -m geolib.models.grid saturation train <name>     # stage saturation_train@<name>
-    python -m geolib.experiments.saturation measure <name>   # stage saturation_measure@<name>
+    python -m geolib.experiments.saturation measure --all    # stage saturation_measure
+    python -m geolib.experiments.saturation measure <name>   # one run
     python -m geolib.experiments.saturation tables           # degradation and rank (a stage)
 
 The design and its training are :mod:`geolib.models.grid`. Training writes the run folder
@@ -316,15 +317,23 @@ def contrast(table: Any, layouts: list[str], column: str) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=["measure", "tables"])
-    parser.add_argument("name", nargs="?")
+    parser.add_argument("name", nargs="*")
+    parser.add_argument("--all", action="store_true", help="measure: every listed run, in order")
     parser.add_argument("--params", default="params.yaml")
     args = parser.parse_args(argv)
     if args.command == "measure":
-        if not args.name:
-            parser.error("measure needs a run name")
-        t0 = time.perf_counter()
-        measure_run(args.params, args.name)
-        print(f"{args.name}: measured in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+        if args.all == bool(args.name):
+            parser.error("measure takes run names or --all (not both)")
+        # one process for all (stage saturation_measure): start-up is paid once, not per run
+        spec = load_params(args.params)["saturation"]
+        names = check_names_listed(spec) if args.all else args.name
+        for i, name in enumerate(names, start=1):
+            t0 = time.perf_counter()
+            measure_run(args.params, name)
+            took = time.perf_counter() - t0
+            print(f"{name}: measured in {took:.0f} s ({i}/{len(names)})", file=sys.stderr)
+    elif args.name or args.all:
+        parser.error("tables takes no run names")
     else:
         print(json.dumps(tables(args.params), indent=1))
     return 0

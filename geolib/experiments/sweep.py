@@ -1,8 +1,10 @@
-"""Paper B's sweep in miniature: each grid point trained (one stage), then measured (another).
+"""Paper B's sweep in miniature: each grid point trained (one stage each), then all measured (one
+stage).
 
     python -m geolib.models.grid sweep points                 # the expansion of the factors
     python -m geolib.models.grid sweep train POINT [--jobs N] # stage sweep_train@POINT
-    python -m geolib.experiments.sweep measure POINT          # stage sweep_measure@POINT
+    python -m geolib.experiments.sweep measure --all          # stage sweep_measure
+    python -m geolib.experiments.sweep measure POINT [...]    # some points
     python -m geolib.experiments.sweep status                 # points measured / total, ETA
 
 The grid (points, their training configurations, training a point) is
@@ -183,15 +185,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m geolib.experiments.sweep", description=__doc__)
     parser.add_argument("--params", default="params.yaml")
     sub = parser.add_subparsers(dest="command", required=True)
-    one = sub.add_parser("measure", help="measure one trained point")
-    one.add_argument("point")
+    one = sub.add_parser("measure", help="measure trained points (stage sweep_measure: --all)")
+    one.add_argument("point", nargs="*")
+    one.add_argument("--all", action="store_true", help="every listed point, in order")
     add_jobs_option(one)
     sub.add_parser("status", help="points measured / total, elapsed, ETA")
     args = parser.parse_args(argv)
+    if args.command == "measure" and args.all == bool(args.point):
+        parser.error("measure takes point names or --all (not both)")
     params = load_params(args.params)
     spec = params["sweep"]
     if args.command == "measure":
-        measure_point(args.params, args.point, jobs=args.jobs)
+        # one process for all: the torch/transformers start-up (~7 s) and DVC's per-stage work
+        # (~7 s) are paid once, not per point (each point measures in a few seconds)
+        for name in check_points_listed(spec) if args.all else args.point:
+            measure_point(args.params, name, jobs=args.jobs)
     else:
         print(format_status(status(spec["measures_root"], check_points_listed(spec))))
     return 0

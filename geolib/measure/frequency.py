@@ -23,7 +23,14 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from geolib.measure.stats import Interval, fit_loglog, interval, spearman
+from geolib.measure.stats import (
+    Interval,
+    fit_loglog,
+    interval,
+    loglog_slope_along,
+    spearman,
+    spearman_along,
+)
 
 __all__ = [
     "TypeStates",
@@ -159,8 +166,9 @@ def loglog_slope(
     """OLS slope of log ``values`` on log ``freq`` over types, with a percentile interval from
     resampling types (the scatter is not homoscedastic, so no OLS interval). Types with a
     non-positive or non-finite value or frequency are an error: select them first."""
+    fit_loglog(freq, values)  # the checks of the input (positive, finite, paired)
     return interval(
-        lambda x, y: fit_loglog(x, y).slope, freq, values, n_boot=n_boot, level=level, seed=seed
+        loglog_slope_along, freq, values, n_boot=n_boot, level=level, seed=seed, vectorized=True
     )
 
 
@@ -168,7 +176,10 @@ def settle_spearman(
     freq: np.ndarray, settle: np.ndarray, *, n_boot: int, level: float, seed: int
 ) -> Interval:
     """Spearman correlation of settle step with frequency over types, interval over types."""
-    return interval(spearman, freq, settle, n_boot=n_boot, level=level, seed=seed)
+    spearman(freq, settle)  # the checks of the input (finite, paired, >= 3 types)
+    return interval(
+        spearman_along, freq, settle, n_boot=n_boot, level=level, seed=seed, vectorized=True
+    )
 
 
 @dataclass(frozen=True)

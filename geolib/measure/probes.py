@@ -33,7 +33,7 @@ from torch import nn
 from transformers import PreTrainedModel
 
 from geolib.measure.evaluate import IGNORE_INDEX, loss_sum
-from geolib.measure.stats import percentile_interval
+from geolib.measure.stats import bootstrap_weights, percentile_interval
 
 #: the source label of a tangent subspace T fitted at the checkpoint being measured (as opposed
 #: to one fitted at an earlier step and kept)
@@ -364,10 +364,8 @@ def r_energy(
     if totals[1:].mean() <= 0:
         raise ValueError("the normal controls hold no gradient energy")
     ratio = float(totals[0] / totals[1:].mean())
-    rng = np.random.default_rng(seed)
     n = e.shape[0]
-    weights = np.stack([np.bincount(rng.integers(0, n, n), minlength=n) for _ in range(n_boot)])
-    boot = weights @ e  # (n_boot, 1 + controls)
+    boot = bootstrap_weights(n, n_boot, seed) @ e  # (n_boot, 1 + controls)
     iv = percentile_interval(boot[:, 0] / boot[:, 1:].mean(axis=1), ratio, level, n, "sequence")
     n_ctrl = e.shape[1] - 1
     p = (1 + int(np.sum(totals[1:] >= totals[0]))) / (1 + n_ctrl)

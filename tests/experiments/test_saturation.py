@@ -154,8 +154,12 @@ def test_train_then_measure_then_tables_on_a_tiny_design(tmp_path, token_files):
         grid.train_saturation_run(path, n)
     run = tmp_path / "runs" / name
     before = tree_hashes(run)
-    for n in spec["names"]:
-        sat.measure_run(path, n)
+    with pytest.raises(SystemExit):  # the stage's command names the runs or says --all
+        sat.main(["measure", "--params", str(path)])
+    with pytest.raises(SystemExit):
+        sat.main(["measure", name, "--all", "--params", str(path)])
+    assert sat.main(["measure", "--all", "--params", str(path)]) == 0  # the stage's command
+    assert sorted(p.name for p in (tmp_path / "measures").iterdir()) == sorted(spec["names"])
     assert tree_hashes(run) == before, "measuring wrote into the run folder"
     curve = json.loads((tmp_path / "measures" / name / sat.CURVE).read_text())["curve"]
     assert [c["step"] for c in curve][-1] == 12 and all(np.isfinite(c["erank_w"]) for c in curve)

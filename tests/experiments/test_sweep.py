@@ -18,3 +18,12 @@ def test_status_counts_measured_runs(tmp_path):
     assert (s["done"], s["total"], s["elapsed_s"]) == (2, 4, 60.0)
     assert s["eta_s"] == pytest.approx(60.0 / 2 * 2)
     assert status(tmp_path, ["x"])["eta_s"] is None
+
+
+@pytest.mark.parametrize("argv", [["measure"], ["measure", "S-b8", "--all"]])
+def test_measure_takes_point_names_or_all(argv, capsys):
+    from geolib.experiments.sweep import main
+
+    with pytest.raises(SystemExit):
+        main(argv)
+    assert "point names or --all" in capsys.readouterr().err

@@ -224,3 +224,17 @@ def test_a_collapsed_representation_is_undefined_not_an_error():
         isoscore_of_covariance(np.zeros((4, 4)))  # no variance at all: bad input
     full = np.cov(_cloud(rng), rowvar=False)
     assert np.isfinite(top_removal_isoscore(full, 3))
+
+
+def test_unchecked_scores_equal_checked_ones_and_checks_stay_the_default():
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(3, 50, 6))
+    s = np.einsum("bni,bnj->bij", x, x) / 50
+    u = np.linalg.qr(rng.normal(size=(6, 2)))[0]
+    np.testing.assert_array_equal(
+        residual_isoscore(s, u, check_input=False), residual_isoscore(s, u)
+    )
+    bad = s.copy()
+    bad[0, 0, 1] += 1.0
+    with pytest.raises(ValueError, match="symmetric"):
+        residual_isoscore(bad, u)

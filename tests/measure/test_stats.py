@@ -327,3 +327,55 @@ def test_partial_spearman_within_holds_the_groups_fixed():
     # one group: no indicator to add, an error rather than a silent pooled answer
     with pytest.raises(ValueError, match="two groups"):
         partial_spearman_within(x, y, loss, np.zeros(n))
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 37, 64])
+def test_bootstrap_weights_are_the_draws_of_a_loop_of_resamples(n):
+    """One draw of all indices is the same stream as one draw per resample (the loop it
+    replaced): the same seed gives the same resamples."""
+    rng = np.random.default_rng(5)
+    loop = np.stack([np.bincount(rng.integers(0, n, n), minlength=n) for _ in range(50)])
+    w = stats_module.bootstrap_weights(n, 50, seed=5)
+    np.testing.assert_array_equal(w, loop)
+    assert w.dtype == np.float64 and np.all(w.sum(axis=1) == n)
+    with pytest.raises(ValueError, match="n_sequences"):
+        stats_module.bootstrap_weights(0, 10, seed=0)
+
+
+def test_statistics_along_an_axis_equal_the_one_sample_ones():
+    rng = np.random.default_rng(2)
+    x = np.exp(rng.normal(size=(6, 40)))
+    y = x**-0.5 * np.exp(rng.normal(scale=0.3, size=(6, 40)))
+    y[2, :5] = y[2, 0]  # ties
+    for i in range(6):
+        assert stats_module.spearman_along(x, y)[i] == pytest.approx(
+            stats_module.spearman(x[i], y[i])
+        )
+        assert stats_module.loglog_slope_along(x, y)[i] == pytest.approx(
+            stats_module.fit_loglog(x[i], y[i]).slope
+        )
+        assert stats_module.pearson_along(x, y)[i] == pytest.approx(np.corrcoef(x[i], y[i])[0, 1])
+    const = np.ones((2, 5))
+    assert np.isnan(stats_module.spearman_along(const, x[:2, :5])).all()
+    assert np.isnan(stats_module.loglog_slope_along(const, x[:2, :5])).all()
+
+
+def test_a_vectorized_statistic_gives_the_interval_of_the_looped_one():
+    """Same draws, same BCa interval: the vectorized route only removes the Python loop."""
+    rng = np.random.default_rng(3)
+    x = np.exp(rng.normal(size=300))
+    y = x**-0.4 * np.exp(rng.normal(size=300))
+    looped = stats_module.interval(
+        lambda a, b: stats_module.fit_loglog(a, b).slope, x, y, n_boot=300, seed=1
+    )
+    vec = stats_module.interval(
+        stats_module.loglog_slope_along, x, y, n_boot=300, seed=1, vectorized=True
+    )
+    assert vec.method == looped.method == "bca"
+    for a, b in ((vec.value, looped.value), (vec.low, looped.low), (vec.high, looped.high)):
+        assert a == pytest.approx(b, rel=1e-9)
+    looped = stats_module.interval(stats_module.spearman, x, y, n_boot=300, seed=1)
+    vec = stats_module.interval(
+        stats_module.spearman_along, x, y, n_boot=300, seed=1, vectorized=True
+    )
+    assert (vec.low, vec.high) == pytest.approx((looped.low, looped.high), rel=1e-9)
