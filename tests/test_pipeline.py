@@ -677,3 +677,15 @@ def test_book_build_refuses_outputs_that_differ_from_dvc_lock(tmp_path):
     ]
     shutil.rmtree(res)
     assert "data/results/ch (ch): missing" in book.lock_mismatches(tmp_path)
+
+
+def test_no_file_under_a_stage_output_is_tracked_by_git():
+    """DVC refuses to write an output that git tracks a file of (e.g. a ``.gitignore`` left
+    from when the folder held several stages' outputs): the stage fails at its end."""
+    import subprocess
+
+    outs = sorted({_path_root(p) for stage in DVC.values() for p in _out_paths(stage)})
+    tracked = subprocess.run(
+        ["git", "ls-files", "--", *outs], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert not tracked, f"git tracks files inside stage outputs: {tracked}"
