@@ -144,12 +144,15 @@ def pipeline(lanes: int, root: Path = ROOT, dry: bool = False) -> int:
         print("\n".join(order))
         return 0
     waits = {n: upstream[n] & run_set for n in order}
-    results = run(order, lanes, root, waits=waits)
+    return summary(run(order, lanes, root, waits=waits), lanes, t0)
+
+
+def summary(results: list[tuple[str, int, float]], lanes: int, t0: float) -> int:
+    """Print how many stages ran in how long and which failed or never started; the exit code."""
     bad = [name for name, code, _ in results if code != 0]
-    took = time.perf_counter() - t0
     print(
-        f"lanes: {len(results)} stages in {took:.0f} s"
-        + (f"; failed or not run: {bad}" if bad else ""),
+        f"lanes: {len(results)} stages in {lanes} lanes, {time.perf_counter() - t0:.0f} s"
+        + (f"; failed or not started: {bad}" if bad else ""),
         file=sys.stderr,
     )
     return 1 if bad else 0
@@ -238,14 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(names))
         return 0
     t0 = time.perf_counter()
-    results = run(names, args.lanes, force=args.force)
-    bad = [name for name, code, _ in results if code != 0]
-    print(
-        f"lanes: {len(names)} stages in {args.lanes} lanes, {time.perf_counter() - t0:.0f} s"
-        + (f"; failed or not started: {bad}" if bad else ""),
-        file=sys.stderr,
-    )
-    return 1 if bad else 0
+    return summary(run(names, args.lanes, force=args.force), args.lanes, t0)
 
 
 if __name__ == "__main__":

@@ -573,10 +573,6 @@ def _path_root(path: str) -> str:
     return path.split("${")[0].rstrip("/")
 
 
-def _overlap(a: str, b: str) -> bool:
-    return a == b or a.startswith(b + "/") or b.startswith(a + "/")
-
-
 def test_lanes_start_a_stage_only_after_its_upstream_and_in_priority_order(tmp_path, monkeypatch):
     """With ``waits``, a stage starts only once every stage it waits for has ended with exit 0;
     a free lane takes the first ready stage; a cycle is an error, not a hang."""
