@@ -1,6 +1,7 @@
 """Consistency of the pipeline wiring: notebooks ↔ dvc.yaml ↔ params.yaml ↔ book."""
 
 import copy
+import io
 import json
 import re
 from pathlib import Path
@@ -544,7 +545,7 @@ def test_lanes_run_matched_stages_side_by_side_and_stop_after_a_failure(tmp_path
         f'echo "end $4" >> {log}\n'
     )
     fake.chmod(0o755)
-    monkeypatch.setattr(lanes, "dvc", lambda: str(fake))
+    monkeypatch.setattr(lanes, "dvc", lambda: [str(fake)])
     monkeypatch.setattr(lanes.os, "cpu_count", lambda: 4)
     names = ["prepare", "sweep_train@a", "sweep_train@b", "train_x", "training"]
     assert lanes.matching(names, ["sweep_train@*", "train_*"]) == names[1:4]
@@ -586,7 +587,7 @@ def test_lanes_start_a_stage_only_after_its_upstream_and_in_priority_order(tmp_p
         f'echo "end $4" >> {log}\n'
     )
     fake.chmod(0o755)
-    monkeypatch.setattr(lanes, "dvc", lambda: str(fake))
+    monkeypatch.setattr(lanes, "dvc", lambda: [str(fake)])
     # slow and a start at once; b waits for a, c for b and slow; d is ready from the start
     # but comes last in the order, so it takes the lane a frees only if b cannot
     names = ["slow", "a", "b", "c", "d"]
@@ -616,6 +617,39 @@ def test_lanes_run_the_changed_stages_and_everything_downstream():
     assert lanes.to_run(upstream, {"train"}) == {"train", "measure", "book"}
     assert lanes.to_run(upstream, {"theory", "data"}) == set(upstream)
     assert lanes.to_run(upstream, set()) == set()
+
+
+def test_fast_lock_reading_gives_dvc_the_same_lock_to_rewrite(tmp_path):
+    """scripts/dvc_fast_lock.py: the committed lock read by the C loader equals the round-trip
+    reading, and DVC's own dumper writes it back byte for byte; a text with a comment keeps
+    the round-trip reading (its comments survive DVC's rewrite)."""
+    from dvc.utils.serialize._yaml import _dump, modify_yaml, parse_yaml_for_update
+
+    fast = _load_script("dvc_fast_lock")
+    text = (ROOT / "dvc.lock").read_text()
+    assert "#" not in text  # else the fast path is never taken
+    data = fast.parse_for_update(text, "dvc.lock")
+    assert type(data) is dict  # the C loader's plain types, not ruamel's commented ones
+    assert data == parse_yaml_for_update(text, "dvc.lock")
+    out = io.StringIO()
+    _dump(data, out)
+    assert out.getvalue() == text
+
+    commented = "# a note\nschema: '2.0'\nstages: {}\n"
+    assert type(fast.parse_for_update(commented, "x")) is not dict
+    # patched as when the script runs: DVC's own rewrite keeps the comment
+    lock = tmp_path / "dvc.lock"
+    lock.write_text(commented)
+    import dvc.utils.serialize._yaml as dvc_yaml
+
+    saved = dvc_yaml.parse_yaml_for_update
+    dvc_yaml.parse_yaml_for_update = fast.parse_for_update
+    try:
+        with modify_yaml(str(lock)) as d:
+            d["stages"] = {"a": {"cmd": "true"}}
+    finally:
+        dvc_yaml.parse_yaml_for_update = saved
+    assert lock.read_text().startswith("# a note\n") and "cmd: 'true'" in lock.read_text()
 
 
 def test_lanes_priority_names_real_stages_and_covers_every_stage():
