@@ -129,7 +129,7 @@ def checked_number(
     """``value`` as ``kind`` (``int`` or ``float``) within [low, high] (ends open if asked).
 
     A number given as a string (``"1e-3"``, ``"8"``) is parsed; a bool, a non-number, an int
-    field given a fraction, NaN and out-of-range values raise ``ValueError`` naming ``where``
+    field given a fraction, NaN, ±inf and out-of-range values raise ``ValueError`` naming ``where``
     (e.g. ``"TrainConfig.lr"``) and the reason. ``optional`` admits ``None``.
     """
     if value is None and optional:
@@ -144,6 +144,8 @@ def checked_number(
         raise ValueError(f"{where} must be a number, got {type(original).__name__} {original!r}")
     if value != value:
         raise ValueError(f"{where} is NaN")
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"{where} must be finite, got {original!r}")
     if kind is int:
         if float(value) != int(value):
             raise ValueError(f"{where} must be an integer, got {original!r}")

@@ -39,6 +39,7 @@ from geolib.models.runs import (
     available_steps,
     is_run_dir,
     read_run_info,
+    refuse_diverged,
     step_dir,
     verify_manifest,
 )
@@ -351,6 +352,7 @@ def load(source: str | Path, step_or_revision: int | str | None = None, **kwargs
         hub_only = {"cache_dir", "local_files_only"}
         run_kwargs = {k: v for k, v in kwargs.items() if k not in hub_only}
         if is_run_dir(path):
+            refuse_diverged(path)
             return load_run(path, step_or_revision, **run_kwargs)
         if (path / CONFIG_FILE).is_file():
             if step_or_revision is not None:

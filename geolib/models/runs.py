@@ -43,6 +43,8 @@ TRAINER_STATE = "trainer_state.json"
 RESUME_STATE = "train_state.pt"
 METRICS = "metrics.csv"
 RUN_INFO = "run.json"
+#: written instead of ``run.json`` by a run whose loss went non-finite or far above chance
+DIVERGED = "diverged.json"
 TOKENIZER = "tokenizer"
 MANIFEST = "manifest.json"
 KEEP_RESUME = 2  # checkpoints that keep train_state.pt (the latest and one to fall back to)
@@ -250,8 +252,33 @@ def write_run_info(run_dir: str | Path, info: Mapping[str, Any]) -> Path:
     return write_text_atomic(Path(run_dir) / RUN_INFO, json.dumps(info, indent=1) + "\n")
 
 
+class DivergedRunError(RuntimeError):
+    """A training run diverged: nothing is measured on it and it is never resumed."""
+
+
+def write_diverged(run_dir: str | Path, info: Mapping[str, Any]) -> Path:
+    """Mark ``run_dir`` as diverged (``info``: the step, the loss and the threshold)."""
+    path = Path(run_dir) / DIVERGED
+    write_text_atomic(path, json.dumps(dict(info), indent=2) + "\n")
+    return path
+
+
+def refuse_diverged(run_dir: str | Path) -> None:
+    """Raise :class:`DivergedRunError` naming ``run_dir`` if it is marked as diverged."""
+    path = Path(run_dir) / DIVERGED
+    if path.is_file():
+        info = json.loads(path.read_text())
+        raise DivergedRunError(
+            f"{run_dir} diverged at step {info.get('step')} (training loss {info.get('loss')}, "
+            f"threshold {info.get('threshold')}): no stage reads it. Train it again with other "
+            f"settings after deleting the folder."
+        )
+
+
 def read_run_info(run_dir: str | Path) -> dict[str, Any]:
-    """``run.json`` of a finished run (error naming the folder if it is missing)."""
+    """``run.json`` of a finished run (error naming the folder if it is missing, or if the run
+    diverged)."""
+    refuse_diverged(run_dir)
     path = Path(run_dir) / RUN_INFO
     if not path.is_file():
         raise FileNotFoundError(f"no {RUN_INFO} in {run_dir}: the run has not finished")

@@ -288,10 +288,15 @@ def test_numbers_are_checked_when_the_config_is_built(token_files):
         "weight_decay": (float("nan"), "TrainConfig.weight_decay is NaN"),
         "betas": ((0.9,), "TrainConfig.betas must be two numbers"),
         "seed": (True, "TrainConfig.seed must be a number"),
+        "grad_clip": (float("inf"), "TrainConfig.grad_clip must be finite"),
     }
     for key, (value, message) in bad.items():
         with pytest.raises(ValueError, match=message.replace(".", r"\.")):
             tiny_cfg(token_files, **{key: value})
+    for key in ("lr", "weight_decay"):  # YAML's .inf and -.inf
+        for value in (float("inf"), "-inf"):
+            with pytest.raises(ValueError, match=rf"TrainConfig\.{key} must be finite"):
+                tiny_cfg(token_files, **{key: value})
     with pytest.raises(ValueError, match=r"ModelConfig\.tie_embeddings must be true or false"):
         ModelConfig(tie_embeddings="false")
     with pytest.raises(ValueError, match=r"ModelConfig\.d_model must be >= 1"):
@@ -409,3 +414,32 @@ def test_resume_after_sigkill_at_random_points(token_files, tmp_path):
         for folder in sorted((tmp_path / "ref").glob("step-*")):
             ref = (folder / "model.safetensors").read_bytes()
             assert (run / folder.name / "model.safetensors").read_bytes() == ref, (where, at)
+
+
+def test_a_diverging_run_stops_marked_and_is_refused_everywhere(token_files, tmp_path):
+    """lr 1000: the loss leaves [0, 3 ln |V|] within a few steps. Training stops with an error
+    naming the run, writes diverged.json and no run.json; resuming, loading a checkpoint and
+    reading the run's summary all refuse it by name."""
+    from geolib.models import checkpoints, runs
+    from geolib.models.train import divergence_threshold
+
+    assert divergence_threshold(V) == pytest.approx(3 * np.log(V))
+    cfg = tiny_cfg(token_files, lr=1000.0, warmup_steps=1, grad_clip=None)
+    run = tmp_path / "run"
+    with pytest.raises(runs.DivergedRunError, match="training diverged at step"):
+        train(cfg, run, progress=False)
+    info = json.loads((run / runs.DIVERGED).read_text())
+    assert not info["loss"] <= info["threshold"] and 1 <= info["step"] < cfg.total_steps
+    assert not (run / runs.RUN_INFO).exists()
+    for read in (
+        lambda: train(cfg, run, progress=False),
+        lambda: checkpoints.load(run, 0),
+        lambda: runs.read_run_info(run),
+    ):
+        with pytest.raises(runs.DivergedRunError, match=f"{run} diverged at step {info['step']}"):
+            read()
+    # a normal run of the same shape finishes below the threshold, unmarked
+    ok = tmp_path / "ok"
+    summary = train(tiny_cfg(token_files), ok, progress=False)
+    assert summary["final_train_loss"] < divergence_threshold(V)
+    assert not (ok / runs.DIVERGED).exists()
