@@ -435,15 +435,14 @@ def test_every_profile_passes_the_design_checks_when_read(profile):
 def test_a_profile_with_a_batch_too_large_for_the_budget_is_refused_when_read(tmp_path):
     """Batch 4096 at the default token budget trains 1 step: refused when the profile is read
     (not when its stage runs, minutes into the pipeline), naming the point."""
-    from geolib.models.grid import expand
+    from geolib.models.grid import cells, expand
 
     sweep = copy.deepcopy(PARAMS["sweep"])
     sweep["factorial"]["batch_size"] = [*sweep["factorial"]["batch_size"], 4096]
     points = [p.name for p in expand(sweep)]
     profile = tmp_path / "big_batch.yaml"
-    profile.write_text(
-        yaml.safe_dump({"sweep": {"factorial": sweep["factorial"], "points": points}})
-    )
+    changed = {"factorial": sweep["factorial"], "points": points, "cells": list(cells(points))}
+    profile.write_text(yaml.safe_dump({"sweep": changed}))
     with pytest.raises(SystemExit, match=r"big_batch.yaml: .*-b4096-.*only 1 steps"):
         _load_script("run_profile").merged_params(profile)
 

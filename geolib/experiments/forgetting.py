@@ -39,7 +39,7 @@ from geolib.measure.evaluate import window_losses
 from geolib.measure.prediction import join_per_model, per_model_tables
 from geolib.measure.stats import paired_change
 from geolib.models.checkpoints import load
-from geolib.models.grid import check_points_listed
+from geolib.models.grid import check_points_listed, point_dir
 from geolib.stage import progress_line, stage
 
 OUTCOME = "forgetting"
@@ -145,7 +145,7 @@ def run_stage(p: dict[str, Any], sweep: dict[str, Any], models_table: str, log=p
     rows, arrays = [], {}
     t0 = time.perf_counter()
     for i, name in enumerate(names):
-        row, per_window = forget_point(Path(sweep["run_root"]) / name, p, int(p["seed"]))
+        row, per_window = forget_point(point_dir(sweep, name), p, int(p["seed"]))
         rows.append(row)
         arrays |= {f"{name}/{k}": v for k, v in per_window.items()}
         done = progress_line("forgetting", i + 1, len(names), time.perf_counter() - t0)

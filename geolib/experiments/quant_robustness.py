@@ -40,7 +40,7 @@ from geolib.measure.evaluate import window_losses
 from geolib.measure.prediction import join_per_model, per_model_tables
 from geolib.measure.stats import paired_change
 from geolib.models.checkpoints import load
-from geolib.models.grid import check_points_listed
+from geolib.models.grid import check_points_listed, point_dir
 from geolib.models.quantize import QuantSpec, head_layer, quantize
 from geolib.stage import progress_line, stage
 
@@ -173,7 +173,7 @@ def run_stage(p: dict[str, Any], sweep: dict[str, Any], models_table: str, log=p
     t0 = time.perf_counter()
     for i, name in enumerate(names):
         t_model = time.perf_counter()
-        r, lr, per_window = quantize_point(Path(sweep["run_root"]) / name, p, windows, calib)
+        r, lr, per_window = quantize_point(point_dir(sweep, name), p, windows, calib)
         rows += r
         layer_rows += lr
         arrays |= {f"{name}/{k}": v for k, v in per_window.items()}

@@ -1,15 +1,16 @@
-"""Paper B's sweep in miniature: each grid point trained (one stage each), then all measured (one
-stage).
+"""Paper B's sweep in miniature: the grid points trained (one stage per cell of points), then all
+measured (one stage).
 
     python -m geolib.models.grid sweep points                 # the expansion of the factors
-    python -m geolib.models.grid sweep train POINT [--jobs N] # stage sweep_train@POINT
+    python -m geolib.models.grid sweep train-cell CELL        # stage sweep_train@CELL
+    python -m geolib.models.grid sweep train POINT [--jobs N] # one point
     python -m geolib.experiments.sweep measure --all          # stage sweep_measure
     python -m geolib.experiments.sweep measure POINT [...]    # some points
     python -m geolib.experiments.sweep status                 # points measured / total, ETA
 
 The grid (points, their training configurations, training a point) is
 :mod:`geolib.models.grid`, which imports no measurement code. Training writes
-the run folder ``<run_root>/<point>/`` only; measuring reads it and writes
+the run folder ``<run_root>/<cell>/<point>/`` only; measuring reads it and writes
 ``<measures_root>/<point>/`` only, so an edit to a metric or a probe re-measures every point
 without retraining one.
 
@@ -59,6 +60,7 @@ from geolib.models.grid import (
     decay_exponent,
     measures_path,
     point_config,
+    point_dir,
     threads_for,
 )
 from geolib.models.train import TrainConfig
@@ -124,7 +126,7 @@ def measure_point(params_path: str | Path, name: str, *, jobs: int = 1) -> dict[
         raise KeyError(f"{name!r} is not a point of the sweep; points: {names}")
     point = Point.from_name(name)
     cfg = point_config(params, point)
-    run_dir = Path(spec["run_root"]) / name
+    run_dir = point_dir(spec, name)
     info = runs.read_run_info(run_dir)  # an unfinished run is an error naming it
     # the same numerics as the training process had (threads, deterministic kernels)
     torch.use_deterministic_algorithms(True, warn_only=True)

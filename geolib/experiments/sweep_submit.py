@@ -4,11 +4,11 @@
         --slurm-partition gpu --timeout-min 240 --gpus 1 [--points NAME ...]
     python -m geolib.experiments.sweep_submit --executor local --points S-b8-wd0-lr0.001-f0.1-s0
 
-Each job runs the command of the point's training stage, ``sweep_train@<point>``
-(``python -m geolib.models.grid sweep train <point>``), then measures that point as the stage
-``sweep_measure`` measures each (``python -m geolib.experiments.sweep measure <point>``), so a
-job writes exactly what the stages would (``<run_root>/<point>/`` and
-``<measures_root>/<point>/``).
+Each job trains its point as the stage of its cell, ``sweep_train@<cell>``, trains each of the
+cell's points (``python -m geolib.models.grid sweep train <point>``), then measures that point
+as the stage ``sweep_measure`` measures each
+(``python -m geolib.experiments.sweep measure <point>``), so a job writes exactly what the
+stages would (``<run_root>/<cell>/<point>/`` and ``<measures_root>/<point>/``).
 A preempted or timed-out job is requeued by submitit (:class:`PointJob` is
 ``Checkpointable``) and resumes from its last training checkpoint; a finished point does
 nothing. Afterwards, ``python -m geolib.experiments.geometry_performance`` (or ``dvc commit`` then

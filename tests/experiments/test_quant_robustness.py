@@ -4,6 +4,7 @@ run untouched, deterministic), and the whole stage on tiny runs standing in for 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -83,6 +84,7 @@ def test_quantize_point_is_paired_and_leaves_the_run_alone(tiny_sweep):
 
 def test_stage_joins_the_per_model_table(tiny_sweep, tmp_path, monkeypatch):
     monkeypatch.setattr(qr, "check_points_listed", lambda spec: list(NAMES))
+    monkeypatch.setattr(qr, "point_dir", lambda spec, name: Path(spec["run_root"]) / name)
     table = tmp_path / "models.csv"
     rng = np.random.default_rng(3)
     pd.DataFrame(

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from geolib.experiments.sweep import measure_point
-from geolib.models.grid import check_points_listed, expand, train_point
+from geolib.models.grid import check_points_listed, expand, point_dir, train_point
 from tests.models.test_train import V, token_files  # noqa: F401  (the synthetic corpus fixture)
 from tests.tiny import tiny_train_section, tree_hashes
 
@@ -67,7 +67,7 @@ def test_train_then_measure_a_point_each_writing_its_own_folder(tiny_params):
     with pytest.raises(FileNotFoundError):
         measure_point(path, name)  # nothing trained yet: an error, not an empty measure
     train_point(path, name)
-    run = f"{sweep['run_root']}/{name}"
+    run = point_dir(sweep, name)
     trained = tree_hashes(Path(run))
     m = measure_point(path, name)
     assert tree_hashes(Path(run)) == trained, "measuring wrote into the run folder"

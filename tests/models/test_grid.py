@@ -5,16 +5,20 @@ import copy
 from pathlib import Path
 
 import pytest
+import yaml
 
 from geolib.config import load_params
 from geolib.models import grid
 from geolib.models.grid import (
     Point,
+    cells,
+    check_cells_listed,
     check_grid,
     check_points_listed,
     decay_exponent,
     expand,
     point_config,
+    point_dir,
     threads_for,
 )
 from geolib.models.train import checkpoint_steps
@@ -142,6 +146,7 @@ def test_a_batch_too_large_for_the_budget_is_refused_when_the_parameters_are_rea
     params = copy.deepcopy(PARAMS)
     params["sweep"]["factorial"]["batch_size"].append(4096)
     params["sweep"]["points"] = [p.name for p in expand(params["sweep"])]
+    params["sweep"]["cells"] = list(cells(params["sweep"]["points"]))
     with pytest.raises(ValueError, match=r"S-b4096-.*only 1 steps"):
         check_grid(params)
 
@@ -189,3 +194,40 @@ def test_params_design_and_configs():
     assert steps[:3] == [0, 1, 2] and len(late) >= 5  # log-spaced early, dense late
     with pytest.raises(KeyError, match="unknown layout"):
         grid.saturation_config(params, grid.Run("other", "d32", 0))
+
+
+def test_cells_group_points_by_size_and_batch_and_must_be_listed():
+    """Every listed point is in exactly one cell, the cell of its size and batch size; the
+    listed cells must be those, in the points' order; a point's run lives in its cell."""
+    spec = PARAMS["sweep"]
+    groups = check_cells_listed(spec)
+    assert sorted(n for names in groups.values() for n in names) == sorted(spec["points"])
+    for cell, names in groups.items():
+        assert {f"{Point.from_name(n).size}-b{Point.from_name(n).batch_size}" for n in names} == {
+            cell
+        }
+    assert cells(["M-b8-wd0-lr0.001-f0.1-s0", "S-b8-wd0-lr0.001-f0.1-s0"]) == {
+        "M-b8": ["M-b8-wd0-lr0.001-f0.1-s0"],
+        "S-b8": ["S-b8-wd0-lr0.001-f0.1-s0"],
+    }
+    name = "S-b32-wd2-lr0.004-f0.1-s1"
+    assert point_dir({"run_root": "runs/sweep"}, name) == Path("runs/sweep/S-b32") / name
+    for wrong in (spec["cells"][::-1], spec["cells"][:-1], [*spec["cells"], "L-b8"]):
+        with pytest.raises(ValueError, match=r"sweep\.cells must be \['S-b8', 'S-b32'"):
+            check_cells_listed({**spec, "cells": wrong})
+
+
+def test_a_cell_trains_its_points_into_their_folders(tmp_path, monkeypatch):
+    """train_cell trains each of the cell's points, in listed order, through train_point
+    (stand-in trainer); an unknown cell is refused naming the cells."""
+    calls = []
+    monkeypatch.setattr(grid, "train", lambda cfg, run_dir, progress: calls.append(run_dir))
+    params = copy.deepcopy(PARAMS)
+    params["sweep"]["run_root"] = str(tmp_path)
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(params))
+    names = grid.train_cell(path, "M-b128", log=lambda m: None)
+    assert names == [n for n in params["sweep"]["points"] if n.startswith("M-b128-")]
+    assert calls == [tmp_path / "M-b128" / n for n in names]
+    with pytest.raises(KeyError, match=r"'M-b64' is not a cell of the sweep; cells: \['S-b8'"):
+        grid.train_cell(path, "M-b64")
