@@ -60,6 +60,7 @@ report/              imports config, files, measure; knows no models
     plotting         the figure style; byte-reproducible saving; ``show``, ``show_table``
     provenance       where a figure came from: stage, parameters, commit, inputs; the check
     book             an executed chapter as the book shows it: code folded, claim abstract
+    markup           text from data shown verbatim in the book's Markdown; names inside links
     outputs          where a chapter writes (pipeline folders, or ``explore/`` under overrides)
 """
 

@@ -4,10 +4,11 @@
 
 Runs ``notebooks/NAME.ipynb`` from the repository root into ``book/chapters/NAME.ipynb``,
 then prepares that copy for the book (``geolib.report.book.present``: code folded, claim abstract).
-The notebook reads its own section of the parameters file. With overrides, the executed copy
-and everything the chapter writes go to an exploration folder (``geolib.report.outputs``),
-printed at
-the end: the pipeline's results change only through ``dvc repro``.
+The notebook reads its own section of the parameters file. With overrides (checked against
+that section's keys and kinds before the notebook starts) or another parameters file, the
+executed copy and everything the chapter writes go to an exploration folder
+(``geolib.report.outputs``), printed at the end: the pipeline's results change only through
+``dvc repro``.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from pathlib import Path
 import papermill as pm
 import yaml
 
+from geolib.config import stage_params
 from geolib.report.book import present
-from geolib.report.outputs import stage_outputs
+from geolib.report.outputs import check_overrides, stage_outputs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -42,8 +44,10 @@ def main(argv: list[str] | None = None) -> int:
     overrides = yaml.safe_load(args.overrides) if args.overrides else {}
     if not isinstance(overrides, dict):
         parser.error(f"-y must be a YAML mapping, got {overrides!r}")
+    # kinds checked before the notebook starts: a list where a number belongs would run no check
+    check_overrides(stage_params(args.params, args.name), overrides)
     # Made here too because papermill writes the executed copy before the first cell runs.
-    out = stage_outputs(args.name, overrides)
+    out = stage_outputs(args.name, overrides, create=False, params_path=args.params)
     out_dir = Path(args.out_dir or (out.root if out.exploring else "book/chapters"))
     (ROOT / out_dir).mkdir(parents=True, exist_ok=True)
     executed = ROOT / out_dir / f"{args.name}.ipynb"
@@ -60,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     nb = present(json.loads(executed.read_text()), out.claims)
     executed.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
     if out.exploring:
-        print(f"exploration (overrides {overrides}): outputs in {out.root}/")
+        print(f"exploration ({args.params}, overrides {overrides}): outputs in {out.root}/")
     return 0
 
 

@@ -239,6 +239,27 @@ def faults(base: Path, scratch: Path) -> dict[str, Callable[[], str]]:
         row = next(line for line in md.splitlines() if line.startswith("| **A1**"))
         return RECOVERED if "a \\| b c" in row else SILENT
 
+    def claim_html(field: str):
+        """An edited claims file with a live HTML tag in a text field: the book must show the
+        characters (``recovered``), never the tag (``silent``)."""
+        from markdown_it import MarkdownIt
+
+        from geolib.report.claims import Claim, claims_markdown
+
+        evil = "<img src=x onerror=alert(document.domain)>"
+        claim = Claim("A2", "reproduced", chapter="chord_arc", **{"key_number": "k", field: evil})
+        rendered = MarkdownIt("commonmark").enable("table").render(claims_markdown({"A2": [claim]}))
+        return SILENT if "<img" in rendered else RECOVERED
+
+    def claim_link_name():
+        from geolib.report.claims import Claim
+
+        return expect_error(
+            lambda: Claim("A2", "reproduced", "k", "chord_arc", anchor="x <javascript:y>"),
+            ValueError,
+            "anchor must be a bare name",
+        )
+
     def covariance_nan_chunk():
         from geolib.measure.metrics import StreamingCovariance
 
@@ -265,6 +286,36 @@ def faults(base: Path, scratch: Path) -> dict[str, Callable[[], str]]:
         from geolib.measure.stats import mean_ci
 
         return expect_error(lambda: mean_ci(np.ones((3, 2))), ValueError, "one-dimensional")
+
+    def diverged_training() -> str:
+        """lr 1000 from the first step: training must stop with an error naming the run and
+        leave it marked (no run.json); resuming, loading and reading it must each be refused,
+        naming it. ``caught`` only if all four are."""
+        from geolib.models import runs
+        from tests.tiny import train_tiny
+
+        run = Path(tempfile.mkdtemp(dir=scratch)) / "diverged"
+
+        def training() -> Path:
+            return train_tiny(
+                run,
+                tokenizer=root / "tokenizer",
+                train_tokens=root / "train.npy",
+                lr=1000.0,
+                warmup_steps=1,
+                grad_clip=None,
+                **TINY,
+            )
+
+        outcomes = [expect_error(training, runs.DivergedRunError, str(run))]
+        if (run / runs.RUN_INFO).exists():
+            return SILENT
+        for read in (training, lambda: load(run, 0), lambda: runs.read_run_info(run)):
+            outcomes.append(expect_error(read, runs.DivergedRunError, f"{run} diverged"))
+        for outcome in (SILENT, RAW):
+            if outcome in outcomes:
+                return outcome
+        return CAUGHT
 
     def train_config(**bad):
         from geolib.models.train import TrainConfig
@@ -301,6 +352,9 @@ def faults(base: Path, scratch: Path) -> dict[str, Callable[[], str]]:
         "the pretrained GGUF file with bits flipped": damaged_gguf,
         "claim key number not a string": claim_not_string,
         "claim key number with | and a newline": claim_pipe_newline,
+        "claim key number with an <img onerror> tag": lambda: claim_html("key_number"),
+        "claim robustness word with an <img onerror> tag": lambda: claim_html("robust"),
+        "claim anchor that would break out of its link": claim_link_name,
         "StreamingCovariance: NaN in a later chunk": covariance_nan_chunk,
         "isoscore_star: C0 not positive semidefinite": non_psd_c0,
         "theory: impossible moments (m4 < m2²)": impossible_moments,
@@ -312,6 +366,12 @@ def faults(base: Path, scratch: Path) -> dict[str, Callable[[], str]]:
         "TrainConfig eval_interval 0": lambda: train_config(eval_interval=0),
         "TrainConfig mask_prob 2": lambda: train_config(mask_prob=2.0),
         "TrainConfig total_steps -1": lambda: train_config(total_steps=-1),
+        "TrainConfig lr .inf": lambda: train_config(lr=float("inf")),
+        "TrainConfig grad_clip .inf": lambda: train_config(grad_clip=float("inf")),
+        "TrainConfig weight_decay -.inf": lambda: train_config(weight_decay=float("-inf")),
+        "training diverges (lr 1000): stops, marked, refused when resumed, loaded or read": (
+            diverged_training
+        ),
     }
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from geolib.report.claims import CLAIMS, EMPIRICAL, read_claims
+from geolib.report.markup import plain
 
 REMOVE, REMOVE_INPUT, HIDE_INPUT = "remove-cell", "remove-input", "hide-input"
 ABSTRACT_TAG = "abstract"
@@ -49,7 +50,7 @@ def abstract_markdown(claims_file: str | Path) -> str | None:
         revised = f" (rule v1: {c.rule_v1})" if c.rule_v1 else ""
         lines.append(
             f"- **{c.claim_id}** — {CLAIMS[c.claim_id]}: **{status}**{revised}. "
-            f"{c.key_number}{link}"
+            f"{plain(c.key_number)}{link}"
         )
     return "```{admonition} Abstract\n:class: tip\n" + "\n".join(lines) + "\n```\n"
 

@@ -52,6 +52,7 @@ from scipy import stats
 
 from geolib.measure import validate as check
 from geolib.measure.stats import interval, t_quantile
+from geolib.report.markup import checked_name, plain
 
 #: Claim IDs and one-line summaries (see ``shared/PAPERS.md`` for the full statements).
 CLAIMS: dict[str, str] = {
@@ -530,6 +531,7 @@ class TrendRow:
             raise ValueError(f"trend words must be one of {words}, got {self.words!r}")
         if not self.anchor:
             raise ValueError(f"claim {self.claim_id}: a trend row needs the anchor of its figure")
+        checked_name(f"trend of {self.claim_id}: anchor", self.anchor)
 
 
 def write_trends(path: str | Path, rows: Iterable[TrendRow]) -> Path:
@@ -668,6 +670,8 @@ class Claim:
                 )
         if self.claim_id not in CLAIMS:
             raise ValueError(f"unknown claim {self.claim_id!r}; known: {', '.join(CLAIMS)}")
+        checked_name(f"claim {self.claim_id}: chapter", self.chapter)
+        checked_name(f"claim {self.claim_id}: anchor", self.anchor)
         if self.status not in STATUSES:
             raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
         if self.status != NOT_RUN and not self.chapter:
@@ -737,8 +741,8 @@ def claims_markdown(
     declared alternatives, and the rule's history.
     """
 
-    def cell(text: str) -> str:
-        return text.replace("|", "\\|").replace("\n", " ") or "—"
+    def cell(text: str) -> str:  # text from data: shown as written, never as markup
+        return plain(text) or "—"
 
     lines = [
         "| claim | statement | empirical status | trend with size | evidence: chapter | verdict "
@@ -750,8 +754,8 @@ def claims_markdown(
         empirical = [c.status for c in rows if c.evidence == EMPIRICAL]
         combined = combine_statuses(empirical) if empirical or not rows else "no empirical test"
         t = trends.get(cid)
-        trend = f"{{ref}}`{t.words} <{t.anchor}>` ({t.detail})" if t else ""
-        head = f"| **{cid}** | {CLAIMS[cid]} | **{combined}** | {cell(trend)} |"
+        trend = f"{{ref}}`{t.words} <{t.anchor}>` ({plain(t.detail)})" if t else "—"
+        head = f"| **{cid}** | {CLAIMS[cid]} | **{combined}** | {trend} |"
         if not rows:
             lines.append(f"{head} — | — | — | — | — | — | — |")
         for i, c in enumerate(rows):

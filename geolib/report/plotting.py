@@ -46,9 +46,10 @@ def savefig(fig: plt.Figure, stem: str | Path) -> list[Path]:
     return [png, svg]
 
 
-def show(fig: plt.Figure, stem: str | Path) -> Path:
-    """Save ``fig`` (:func:`savefig`) with its provenance record, close it and display the
-    saved PNG with the provenance line under it; return the PNG's path.
+def show(fig: plt.Figure, stem: str | Path) -> None:
+    """Save ``fig`` (:func:`savefig`) with its provenance record as ``stem.png`` and
+    ``stem.svg``, close it and display the saved PNG with the provenance line under it.
+    Returns nothing: as a cell's last expression a returned path was shown on the page.
 
     The one way a chapter puts a figure on the page: what the book shows is the file on disk,
     and a figure cannot be saved without the provenance of its chapter run
@@ -66,7 +67,6 @@ def show(fig: plt.Figure, stem: str | Path) -> Path:
     record = record_figure(stem, files)
     display(Image(filename=str(files[0])))
     display(HTML(caption_html(record)))
-    return files[0]
 
 
 #: Where the book ships the result files, relative to a chapter page (``scripts/build_book.py``

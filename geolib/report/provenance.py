@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import hashlib
+import html
 import json
 import platform
 import subprocess
@@ -56,8 +57,14 @@ def params_hash(params: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
+#: Files a pipeline run itself rewrites (DVC records each finished stage in its lock file, and
+#: stages it): not code, so they never make the commit "dirty" on a provenance line.
+RUN_WRITTEN = frozenset({"dvc.lock"})
+
+
 def git_state(root: str | Path = ".") -> dict[str, Any]:
-    """``{commit, dirty, changed}`` of the work tree at ``root`` (``commit: None`` outside git)."""
+    """``{commit, dirty, changed}`` of the work tree at ``root`` (``commit: None`` outside git):
+    ``changed`` lists the paths that differ from the commit, but those in :data:`RUN_WRITTEN`."""
 
     def git(*args: str) -> str:
         return subprocess.run(
@@ -67,6 +74,7 @@ def git_state(root: str | Path = ".") -> dict[str, Any]:
     try:
         commit = git("rev-parse", "HEAD").strip()
         changed = [line[3:] for line in git("status", "--porcelain").splitlines()]
+        changed = [p for p in changed if p not in RUN_WRITTEN]
     except (OSError, subprocess.CalledProcessError):
         return {"commit": None, "dirty": None, "changed": []}
     return {"commit": commit, "dirty": bool(changed), "changed": changed[:20]}
@@ -164,12 +172,16 @@ def caption_html(record: Mapping[str, Any]) -> str:
     """The quiet line under a figure (stage · commit · params hash) and a "reproduce"
     disclosure with the exact command."""
     git = record.get("git") or {}
-    commit = (git.get("commit") or "no git")[:7] + ("+dirty" if git.get("dirty") else "")
+    commit = (git.get("commit") or "no git")[:7]
+    if git.get("dirty"):  # say which code differs from the commit
+        changed = list(git.get("changed") or [])
+        more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+        commit += f" + uncommitted changes to {', '.join(changed[:3])}{more}"
     explore = " · exploration" if record.get("overrides") else ""
     return (
         '<div class="provenance"><small>'
-        f"stage <code>{record['stage']}</code> · commit <code>{commit}</code> · params "
-        f"<code>{record['params_sha256']}</code>{explore}</small>"
+        f"stage <code>{record['stage']}</code> · commit <code>{html.escape(commit)}</code> · "
+        f"params <code>{record['params_sha256']}</code>{explore}</small>"
         '<details class="reproduce"><summary><small>reproduce</small></summary>'
         f"<pre>{record['reproduce']}</pre></details></div>"
     )

@@ -45,7 +45,8 @@ def test_abstract_comes_from_the_claims_file_under_the_title(tmp_path):
     abstract = cells[1]
     assert abstract["metadata"]["tags"] == ["abstract"]
     assert "**A1** — Frequency-induced variance collapse" in abstract["source"]
-    assert "**partly**. slope −0.9 [−1.0, −0.8] ([verdict](#verdict-a1))" in abstract["source"]
+    # the key number from data, escaped as literal text (geolib.report.markup.plain)
+    assert "**partly**. slope −0.9 \\[−1.0, −0.8\\] ([verdict](#verdict-a1))" in abstract["source"]
     assert cells[2]["source"] == "Prose."
     again = book.present(copy.deepcopy(nb), path)  # idempotent
     assert again == nb

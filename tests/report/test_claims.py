@@ -557,7 +557,7 @@ def test_trend_rows_round_trip_and_fill_the_trend_column(tmp_path):
     assert header[4].strip() == "trend with size"
     a4 = next(line for line in md.splitlines() if line.startswith("| **A4**"))
     cells = a4.split(" | ")
-    assert cells[3] == "{ref}`grows with size <scale-a4>` (slope 0.2 [0.1, 0.3])"
+    assert cells[3] == "{ref}`grows with size <scale-a4>` (slope 0.2 \\[0.1, 0.3\\])"
     b1 = next(line for line in md.splitlines() if line.startswith("| **B1**"))
     assert b1.split(" | ")[3] == "—"  # not on the ladder
     # every row has as many cells as the header

@@ -1,11 +1,13 @@
 """Chapter output locations: the pipeline's folders by default, an exploration folder under
 overrides, so a rerun with other parameters cannot overwrite a DVC out."""
 
+import json
 from pathlib import Path
 
 import pytest
+import yaml
 
-from geolib.report.outputs import StageOutputs, overrides_tag, stage_outputs
+from geolib.report.outputs import StageOutputs, check_overrides, overrides_tag, stage_outputs
 
 
 def test_default_outputs_are_the_stage_folders(tmp_path, monkeypatch):
@@ -52,3 +54,74 @@ def test_create_false_makes_nothing(tmp_path, monkeypatch):
 def test_bad_stage_name(bad):
     with pytest.raises(ValueError, match="not a stage name"):
         stage_outputs(bad, create=False)
+
+
+def test_another_parameters_file_goes_to_an_exploration_folder(tmp_path, monkeypatch):
+    """--params other.yaml without overrides once wrote into data/claims/<stage>.json: a file
+    other than params.yaml is an exploration, named by its content, recorded with its hash."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "params.yaml").write_text("corpus: {seed: 0}\n")
+    (tmp_path / "other.yaml").write_text("corpus: {seed: 1}\n")
+    assert not stage_outputs("corpus", {}, create=False, params_path="params.yaml").exploring
+    assert not stage_outputs("corpus", {}, create=False, params_path="./params.yaml").exploring
+    out = stage_outputs("corpus", {}, params_path="other.yaml")
+    assert out.exploring and not (tmp_path / "data").exists()
+    recorded = json.loads((tmp_path / out.root / "overrides.json").read_text())
+    assert recorded["parameters file"].startswith("other.yaml (sha256 ")
+    again = stage_outputs("corpus", {}, create=False, params_path="other.yaml")
+    assert again.root == out.root
+    (tmp_path / "other.yaml").write_text("corpus: {seed: 2}\n")  # another content, another folder
+    assert stage_outputs("corpus", {}, create=False, params_path="other.yaml").root != out.root
+    with_overrides = stage_outputs("corpus", {"seed": 3}, create=False, params_path="other.yaml")
+    assert with_overrides.root not in (out.root, stage_outputs("corpus", {"seed": 3}).root)
+
+
+def test_overrides_keep_the_kind_of_each_parameter():
+    defaults = {
+        "n_points": 128,
+        "scale": 0.5,
+        "flag": True,
+        "name": "a",
+        "levels": [1, 2],
+        "model": {"d": 8, "act": "gelu"},
+        "maybe": None,
+    }
+    ok = {"n_points": 64, "scale": 2, "flag": False, "levels": [], "model": {"d": 16}, "maybe": [1]}
+    check_overrides(defaults, ok)
+    bad = {
+        "n_points": (
+            [16, 32],
+            "n_points: the parameters give an integer (128), the override a list",
+        ),
+        "scale": ("0.1", "scale: the parameters give a number (0.5), the override a string"),
+        "flag": (1, "flag: the parameters give true/false (True), the override an integer"),
+        "n_points ": (1, None),
+    }
+    for key, (value, message) in bad.items():
+        if message is None:
+            with pytest.raises(KeyError, match="unknown parameter 'n_points '"):
+                check_overrides(defaults, {key: value})
+            continue
+        with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+            check_overrides(defaults, {key: value})
+    with pytest.raises(ValueError, match=r"override model\.d: the parameters give an integer"):
+        check_overrides(defaults, {"model": {"d": 1.5}})
+    with pytest.raises(KeyError, match=r"unknown parameter 'model\.width'"):
+        check_overrides(defaults, {"model": {"width": 1}})
+
+
+def test_run_notebook_refuses_a_bad_override_before_the_notebook_starts(tmp_path, monkeypatch):
+    """The issue's case: {n_points: [16, 32]} for chord_arc ran, and its summary reported a
+    check that never ran. Refused before papermill is called."""
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("rn", root / "scripts" / "run_notebook.py")
+    rn = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rn)
+    monkeypatch.chdir(root)  # main() moves to the root; restored after the test
+    monkeypatch.setattr(rn.pm, "execute_notebook", lambda *a, **k: pytest.fail("notebook ran"))
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    key = next(k for k, v in params["chord_arc"].items() if type(v) is int)
+    with pytest.raises(ValueError, match=rf"override {key}: the parameters give an integer"):
+        rn.main(["chord_arc", "-y", f"{{{key}: [16, 32]}}"])

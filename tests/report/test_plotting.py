@@ -63,12 +63,14 @@ def test_show_displays_the_saved_png_and_its_provenance(tmp_path, monkeypatch):
     _stage_record(tmp_path / "figures")
     fig, ax = plt.subplots()
     ax.plot([0, 1])
-    png = plotting.show(fig, tmp_path / "figures" / "line")
+    assert plotting.show(fig, tmp_path / "figures" / "line") is None  # no path box on the page
+    png = tmp_path / "figures" / "line.png"
     assert png == tmp_path / "figures" / "line.png" and png.is_file()
     assert (tmp_path / "figures" / "line.svg").is_file()
     assert len(shown) == 2 and shown[0].data == png.read_bytes()
     line = shown[1].data
-    assert 'class="provenance"' in line and "0123456+dirty" in line and "abcd1234" in line
+    assert 'class="provenance"' in line and "abcd1234" in line
+    assert "0123456 + uncommitted changes to x<" in line
     assert "<pre>dvc repro demo</pre>" in line
     assert not plt.fignum_exists(fig.number), "the figure is closed once saved"
     import json

@@ -103,3 +103,30 @@ def test_caption_is_one_quiet_line_and_a_command():
     )  # fmt: skip
     assert "stage <code>s</code> · commit <code>abcdef0</code> · params <code>12345678" in html
     assert "<summary><small>reproduce</small></summary><pre>dvc repro s</pre>" in html
+
+
+def test_the_lock_file_a_run_rewrites_is_not_dirty_code_is_and_is_named(repo):
+    """During `make all` DVC rewrites and stages dvc.lock after every stage: a chapter built
+    from a committed tree must still say its commit, clean. Changed code is dirty, and the
+    provenance line names the files."""
+    git = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
+    (repo / "dvc.lock").write_text("schema: '2.0'\n")
+    (repo / "code.py").write_text("x = 1\n")
+    subprocess.run([*git, "add", "dvc.lock", "code.py"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "lock"], cwd=repo, check=True)
+    (repo / "dvc.lock").write_text("schema: '2.0'\nstages: {}\n")
+    subprocess.run([*git, "add", "dvc.lock"], cwd=repo, check=True)  # DVC's autostage
+    assert pv.git_state(repo) == {
+        "commit": pv.git_state(repo)["commit"],
+        "dirty": False,
+        "changed": [],
+    }
+    (repo / "code.py").write_text("x = 2\n")
+    for i in range(4):
+        (repo / f"new{i}.py").write_text("")
+    state = pv.git_state(repo)
+    assert state["dirty"] and state["changed"][0] == "code.py" and len(state["changed"]) == 5
+    record = {"stage": "s", "params_sha256": "1", "git": state, "reproduce": "dvc repro s"}
+    line = pv.caption_html(record)
+    assert f"{state['commit'][:7]} + uncommitted changes to code.py, new0.py, new1.py" in line
+    assert "and 2 more</code>" in line
