@@ -56,7 +56,7 @@ from geolib.measure.probes import (
     top_subspaces,
 )
 from geolib.measure.stats import Interval, bootstrap_weights, percentile_interval
-from geolib.models.checkpoints import checkpoints_of, load, step_number, training_mask_prob
+from geolib.models.checkpoints import checkpoints_of, load, revision_step, training_mask_prob
 from geolib.models.fingerprint import weights_hash
 from geolib.models.replicas import per_seed
 from geolib.stage import stage
@@ -130,7 +130,7 @@ def analyse_run(
         t0 = time.perf_counter()
         model, tokenizer = load(source, ckpt) if loader is None else loader(ckpt)
         model.eval()
-        step = step_number(ckpt)
+        step = revision_step(ckpt)
         decoder = is_decoder(model)
         layers = layer_names(model)
         d = int(model.config.hidden_size)

@@ -61,7 +61,7 @@ from geolib.measure.residual import (
     top_removal_isoscores,
 )
 from geolib.measure.stats import bootstrap_weights, percentile_interval
-from geolib.models.checkpoints import checkpoints_of, load, step_number, training_mask_prob
+from geolib.models.checkpoints import checkpoints_of, load, revision_step, training_mask_prob
 from geolib.models.replicas import per_seed
 from geolib.stage import stage
 
@@ -171,7 +171,7 @@ def analyse_run(
         t0 = time.perf_counter()
         model, tokenizer = load(source, ckpt)
         model.eval()
-        step = step_number(ckpt)
+        step = revision_step(ckpt)
         decoder, layers, d = is_decoder(model), layer_names(model), int(model.config.hidden_size)
         if result is None:
             result = RunResult(source, decoder, layers)

@@ -65,12 +65,13 @@ class CorruptCheckpointError(CheckpointError):
 def _parse_step(step: int | str | None) -> int | None:
     if step is None or step == "latest":
         return None
-    if isinstance(step, int):
-        return step
-    m = re.fullmatch(r"(?:step-?)?(\d+)", str(step))
-    if not m:
+    try:
+        number = revision_step(step)
+    except ValueError:
+        number = -1
+    if number < 0:
         raise ValueError(f"not a step: {step!r} (use an int, 'stepN', 'step-N' or 'latest')")
-    return int(m.group(1))
+    return number
 
 
 def checkpoint_dir(run_dir: str | Path, step: int | str | None = None) -> Path:
@@ -415,10 +416,33 @@ def training_mask_prob(source: str, default: float | None) -> float:
     return 0.15
 
 
-def step_number(step: str | int) -> int:
-    """The training step of a checkpoint label (``512``, ``"step512"``); ``-1`` for a released
-    model without one (``"final"``)."""
-    if isinstance(step, int):
-        return step
-    digits = "".join(c for c in str(step) if c.isdigit())
-    return int(digits) if digits else -1
+#: one checkpoint label grammar: ours (``512``, ``"step-512"``), Pythia's (``"step512"``) and
+#: OLMo's (``"step20000-tokens84B"``, ``"stage1-step928646-tokens3896B"``, with ``-seedN``)
+_REVISION = re.compile(
+    r"(?:stage\d+-)?(?:ingredient\d+-)?step-?(?P<step>\d+)"
+    r"(?:-tokens\d+[KMBT]?)?(?:-seed\d+)?|(?P<bare>\d+)"
+)
+#: labels of a released model measured without a training step
+RELEASED = ("main", "final")
+
+
+def revision_step(revision: str | int) -> int:
+    """The training step a checkpoint label names; ``-1`` for a released model's ``"main"`` or
+    ``"final"``. Any other form is an error naming it: never a number guessed from its digits
+    (OLMo's ``step20000-tokens84B`` is step 20000, not 2000084)."""
+    if isinstance(revision, bool) or not isinstance(revision, int | str):
+        raise TypeError(f"a revision is an int or a str, got {revision!r}")
+    if isinstance(revision, int):
+        if revision < 0:
+            raise ValueError(f"negative step {revision}")
+        return revision
+    if revision in RELEASED:
+        return -1
+    m = _REVISION.fullmatch(revision)
+    if not m:
+        raise ValueError(
+            f"unknown revision {revision!r}: expected a step (512, 'step-512'), Pythia's "
+            "'stepN', OLMo's 'stepN-tokensMB' (optionally 'stageK-' before, '-seedS' after), "
+            f"or one of {list(RELEASED)}"
+        )
+    return int(m.group("step") or m.group("bare"))

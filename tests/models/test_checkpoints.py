@@ -21,6 +21,7 @@ from geolib.models.checkpoints import (
     check_safetensors,
     hub_revision,
     load,
+    revision_step,
 )
 from geolib.models.families import ModelConfig, build_model, quiet_progress
 from geolib.models.train import TrainConfig, checkpoint_steps, train
@@ -252,6 +253,41 @@ def hub(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_CACHE", str(cache))
     return cache, sources
+
+
+@pytest.mark.parametrize(
+    ("label", "step"),
+    [
+        (512, 512),
+        ("512", 512),
+        ("step-512", 512),
+        ("step512", 512),  # Pythia
+        ("step20000-tokens84B", 20000),  # OLMo: not 2000084
+        ("step1000-tokens4B", 1000),
+        ("stage1-step928646-tokens3896B", 928646),  # OLMo-2
+        ("stage2-ingredient1-step11931-tokens50B", 11931),
+        ("step20000-tokens84B-seed42", 20000),
+        ("final", -1),
+        ("main", -1),
+    ],
+)
+def test_revision_step_reads_every_family(label, step):
+    assert revision_step(label) == step
+
+
+@pytest.mark.parametrize(
+    "label", ["step20000-tokens84B-extra", "tokens84B", "v1.0", "step", "", "step-3x", "final2"]
+)
+def test_revision_step_refuses_unknown_forms_by_name(label):
+    with pytest.raises(ValueError, match=f"unknown revision {label!r}"):
+        revision_step(label)
+
+
+def test_revision_step_refuses_non_labels():
+    with pytest.raises(ValueError, match="negative"):
+        revision_step(-3)
+    with pytest.raises(TypeError):
+        revision_step(2.0)  # type: ignore[arg-type]
 
 
 def test_hub_revision_names():
