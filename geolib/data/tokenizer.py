@@ -13,9 +13,9 @@ it in Hugging Face format (``tokenizer.json`` + ``tokenizer_config.json``), load
 - ``<|padding|>``: padding (ignored by losses);
 - ``[MASK]``: the masked-language-model token of the encoder.
 
-``encode`` writes ``<tokens_dir>/<domain>/<split>.npy`` (uint16; each document followed by
-``<|endoftext|>``), ``<tokens_dir>/summary.json`` (tokens and documents per split) and the
-training split's token-frequency table ``token_id,token,count`` (all ids, most frequent first).
+``encode`` writes ``<tokens_dir>/<domain>/<split>.npy`` (uint16, or uint32 above 65,536
+ids; each document followed by ``<|endoftext|>``), ``<tokens_dir>/summary.json`` (tokens and
+documents per split) and the training split's token-frequency table ``token_id,token,count`` (all ids, most frequent first).
 """
 
 from __future__ import annotations
@@ -31,14 +31,15 @@ import numpy as np
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
 from geolib.data.corpus import corpus_splits, read_jsonl
-from geolib.data.tokens import TOKEN_DTYPE, save_tokens, token_frequencies, write_token_freq
+from geolib.data.tokens import save_tokens, token_dtype, token_frequencies, write_token_freq
 
 EOS = "<|endoftext|>"
 PAD = "<|padding|>"
 MASK = "[MASK]"
 #: Special tokens in id order (they take ids 0, 1, 2).
 SPECIAL_TOKENS = (EOS, PAD, MASK)
-MAX_VOCAB = int(np.iinfo(TOKEN_DTYPE).max) + 1
+#: the largest vocabulary a token file holds (uint32 ids)
+MAX_VOCAB = 2**32
 
 
 def _texts(texts: Iterable[str]) -> Iterator[str]:
@@ -59,7 +60,7 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int, min_frequency: int = 
     if not base < vocab_size <= MAX_VOCAB:
         raise ValueError(
             f"vocab_size must be in ({base}, {MAX_VOCAB}] (256 bytes + {len(SPECIAL_TOKENS)} "
-            f"special tokens below; uint16 ids above), got {vocab_size}"
+            f"special tokens below; uint32 ids above), got {vocab_size}"
         )
     if min_frequency < 1:
         raise ValueError(f"min_frequency must be >= 1, got {min_frequency}")
@@ -138,18 +139,18 @@ def load_raw_tokenizer(path: str | Path) -> Tokenizer:
 
 
 def encode_documents(tok: Tokenizer, texts: Iterable[str], batch_size: int = 256) -> np.ndarray:
-    """Token ids of the documents, each followed by ``<|endoftext|>``, as one uint16 array."""
+    """Token ids of the documents, each followed by ``<|endoftext|>``, as one array of the
+    narrowest token dtype for the vocabulary (:func:`geolib.data.tokens.token_dtype`)."""
     eos = tok.token_to_id(EOS)
     if eos is None:
         raise ValueError(f"tokenizer has no {EOS} token")
-    if tok.get_vocab_size() > MAX_VOCAB:
-        raise ValueError(f"vocabulary of {tok.get_vocab_size()} does not fit uint16 ids")
+    dtype = token_dtype(tok.get_vocab_size())
     parts: list[np.ndarray] = []
     batch: list[str] = []
 
     def flush() -> None:
         for enc in tok.encode_batch(batch, add_special_tokens=False):
-            parts.append(np.asarray(enc.ids + [eos], dtype=TOKEN_DTYPE))
+            parts.append(np.asarray(enc.ids + [eos], dtype=dtype))
         batch.clear()
 
     for text in _texts(texts):
@@ -158,7 +159,7 @@ def encode_documents(tok: Tokenizer, texts: Iterable[str], batch_size: int = 256
             flush()
     if batch:
         flush()
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=TOKEN_DTYPE)
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
 
 
 def encode_corpus(
@@ -170,12 +171,13 @@ def encode_corpus(
 ) -> dict[str, Any]:
     """Encode every ``<domain>/<split>.jsonl``; write token arrays, summary and frequency table."""
     tok = load_raw_tokenizer(tokenizer_dir)
+    dtype = token_dtype(tok.get_vocab_size())
     tokens_dir = Path(tokens_dir)
     summary: dict[str, Any] = {
         "tokenizer": str(tokenizer_dir),
         "vocab_size": tok.get_vocab_size(),
         "eos_id": tok.token_to_id(EOS),
-        "layout": "uint16 ids; every document followed by <|endoftext|>",
+        "layout": f"{dtype} ids; every document followed by <|endoftext|>",
         "domains": {},
     }
     splits = corpus_splits(corpus_dir)
@@ -185,7 +187,7 @@ def encode_corpus(
         for split, path in paths.items():
             rows = list(read_jsonl(path))
             ids = encode_documents(tok, (r["text"] for r in rows))
-            save_tokens(tokens_dir / domain / f"{split}.npy", ids)
+            save_tokens(tokens_dir / domain / f"{split}.npy", ids, tok.get_vocab_size())
             n_bytes = sum(len(r["text"].encode()) for r in rows)
             summary["domains"].setdefault(domain, {})[split] = {
                 "documents": len(rows),

@@ -1,10 +1,12 @@
 """Token arrays and token-frequency tables: the files between the tokenizer and the models.
 
-``data/tokens/<domain>/<split>.npy`` holds one split's token ids as a 1-D uint16 array
-(documents separated by the end-of-text id), written by :mod:`geolib.data.tokenizer` and
-memory-mapped by the training and probing code; ``data/corpus/token_freq.csv`` lists every id's
-count. numpy and the standard library only: reading a token array imports no acquisition or
-corpus code.
+``data/tokens/<domain>/<split>.npy`` holds one split's token ids as a 1-D array (documents
+separated by the end-of-text id): ``uint16`` when the vocabulary fits (≤ 65,536 ids, ours and
+Pythia's), ``uint32`` otherwise (OLMo-2's 100k, Llama-3's 128k), the dtype in the ``.npy``
+header. Written by :mod:`geolib.data.tokenizer` and :mod:`geolib.models.pretrained`, read by
+every stage through :func:`load_tokens` (the one reader, which validates).
+``data/corpus/token_freq.csv`` lists every id's count. numpy and the standard library only:
+reading a token array imports no acquisition or corpus code.
 """
 
 from __future__ import annotations
@@ -16,46 +18,68 @@ from pathlib import Path
 import numpy as np
 
 TOKEN_DTYPE = np.uint16
+#: what a token file may hold: the narrowest that fits the vocabulary
+TOKEN_DTYPES = (np.dtype(np.uint16), np.dtype(np.uint32))
 
 
-def save_tokens(path: str | Path, tokens: np.ndarray) -> Path:
-    """Save a 1-D uint16 token array as ``.npy`` (atomically)."""
+def token_dtype(vocab_size: int) -> np.dtype:
+    """``uint16`` for a vocabulary of ≤ 65,536 ids, else ``uint32`` (≤ 2³² ids)."""
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int | np.integer):
+        raise TypeError(f"vocab_size must be an int, got {vocab_size!r}")
+    for dtype in TOKEN_DTYPES:
+        if 0 < vocab_size <= int(np.iinfo(dtype).max) + 1:
+            return dtype
+    raise ValueError(f"vocab_size {vocab_size} is not in 1 … 2**32")
+
+
+def save_tokens(path: str | Path, tokens: np.ndarray, vocab_size: int | None = None) -> Path:
+    """Save a 1-D array of token ids as ``.npy`` (atomically), as ``uint16`` or ``uint32``
+    (:func:`token_dtype` of ``vocab_size``; default: of the largest id + 1)."""
     tokens = np.asarray(tokens)
     if tokens.ndim != 1:
         raise ValueError(f"token array must be 1-D, got shape {tokens.shape}")
-    if tokens.dtype != TOKEN_DTYPE:
-        if tokens.size and (tokens.min() < 0 or tokens.max() > np.iinfo(TOKEN_DTYPE).max):
-            raise ValueError("token ids do not fit in uint16 (vocabulary larger than 65536?)")
-        tokens = tokens.astype(TOKEN_DTYPE)
+    if tokens.size and not np.issubdtype(tokens.dtype, np.integer):
+        raise ValueError(f"token ids must be integers, got dtype {tokens.dtype}")
+    top = int(tokens.max()) if tokens.size else -1
+    if tokens.size and int(tokens.min()) < 0:
+        raise ValueError(f"negative token id {int(tokens.min())}")
+    if vocab_size is not None and top >= vocab_size:
+        raise ValueError(f"token id {top} >= vocab_size {vocab_size}")
+    dtype = token_dtype(vocab_size if vocab_size is not None else max(top + 1, 1))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.stem + ".tmp.npy")
-    np.save(tmp, tokens)
+    np.save(tmp, tokens.astype(dtype, copy=False))
     tmp.replace(path)
     return path
 
 
 def load_tokens(path: str | Path, vocab_size: int | None = None) -> np.ndarray:
-    """Memory-mapped uint16 token ids of one split (``data/tokens/<domain>/<split>.npy``).
+    """Memory-mapped token ids of one file (``data/tokens/<domain>/<split>.npy``): the one
+    reader every stage uses.
 
-    Raises ``FileNotFoundError`` for a missing file and ``ValueError`` for a file that is not a
-    non-empty 1-D uint16 array, or (when ``vocab_size`` is given) holds an id ≥ ``vocab_size``.
+    Raises ``FileNotFoundError`` for a missing file and ``ValueError``, naming the file, for
+    one that is truncated or unreadable, not a non-empty 1-D ``uint16``/``uint32`` array, or
+    (when ``vocab_size`` is given) holds an id ≥ ``vocab_size``.
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"token file not found: {path}")
     try:
         tokens = np.load(path, mmap_mode="r", allow_pickle=False)
-    except (ValueError, OSError) as err:
-        raise ValueError(f"{path}: not a readable .npy token array ({err})") from err
-    if tokens.dtype != TOKEN_DTYPE:
-        raise ValueError(f"{path}: token dtype is {tokens.dtype}, expected uint16")
+    except (ValueError, OSError, EOFError) as err:
+        raise ValueError(f"{path}: not a readable .npy token array, truncated? ({err})") from err
+    if tokens.dtype not in TOKEN_DTYPES:
+        raise ValueError(f"{path}: token dtype is {tokens.dtype}, expected uint16 or uint32")
     if tokens.ndim != 1:
         raise ValueError(f"{path}: token array must be 1-D, got shape {tokens.shape}")
     if tokens.size == 0:
         raise ValueError(f"{path}: token array is empty")
     if vocab_size is not None and int(tokens.max()) >= vocab_size:
-        raise ValueError(f"{path}: token id {int(tokens.max())} >= vocab_size {vocab_size}")
+        raise ValueError(
+            f"{path}: token id {int(tokens.max())} >= vocab_size {vocab_size} "
+            "(encoded with another tokenizer?)"
+        )
     return tokens
 
 

@@ -33,12 +33,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from geolib.data.tokens import load_tokens
 from geolib.data.windows import fixed_windows, sample_windows
 from geolib.files import write_json, write_npz, write_table
 from geolib.measure.evaluate import window_losses
 from geolib.measure.prediction import join_per_model, per_model_tables
 from geolib.measure.stats import paired_change
-from geolib.models.checkpoints import load
+from geolib.models.checkpoints import load, vocab_size_of
 from geolib.models.grid import check_points_listed, point_dir
 from geolib.stage import progress_line, stage
 
@@ -90,11 +91,12 @@ def fine_tune(
 def forget_point(run_dir: str | Path, p: dict[str, Any], seed: int) -> tuple[dict, dict]:
     """``(row, per-window losses)`` of one model (module docstring)."""
     t0 = time.perf_counter()
-    tune, held = split_domain(np.load(p["domain"], mmap_mode="r"), float(p["tune_fraction"]))
+    vocab = vocab_size_of(run_dir)
+    tune, held = split_domain(load_tokens(p["domain"], vocab), float(p["tune_fraction"]))
     n, length = int(p["n_eval_seqs"]), int(p["seq_len"]) + 1
     windows = {
         "domain": fixed_windows(held, n, length),
-        "id": fixed_windows(np.load(p["id_tokens"], mmap_mode="r"), n, length),
+        "id": fixed_windows(load_tokens(p["id_tokens"], vocab), n, length),
     }
     torch.manual_seed(seed)
     model, _ = load(run_dir)

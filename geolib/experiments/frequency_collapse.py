@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from geolib.data.tokens import load_tokens
 from geolib.files import write_json, write_table
 from geolib.measure.frequency import (
     TypeStates,
@@ -41,7 +42,7 @@ from geolib.measure.frequency import (
 )
 from geolib.measure.probes import layer_names, residual_states
 from geolib.measure.stats import Interval
-from geolib.models.checkpoints import load
+from geolib.models.checkpoints import load, shared_vocab_size
 from geolib.models.replicas import per_seed
 from geolib.models.runs import available_steps, read_run_info
 from geolib.stage import stage
@@ -50,12 +51,12 @@ from geolib.stage import stage
 ROUNDING = 1e-9
 
 
-def held_out_windows(paths: list[str], seq_len: int) -> np.ndarray:
+def held_out_windows(paths: list[str], seq_len: int, vocab_size: int | None = None) -> np.ndarray:
     """``(n, seq_len)`` int64: each token file cut into consecutive windows (a tail shorter than
     a window dropped), files concatenated; no window spans two files."""
     out = []
     for path in paths:
-        t = np.load(path, mmap_mode="r")
+        t = load_tokens(path, vocab_size)
         n = len(t) // seq_len
         if n == 0:
             raise ValueError(f"{path} holds {len(t)} tokens, fewer than one window of {seq_len}")
@@ -204,8 +205,9 @@ def run_stage(p: dict[str, Any], log=print) -> dict[str, Any]:
 
     out = Path(p["out_dir"])
     out.mkdir(parents=True, exist_ok=True)
-    windows = held_out_windows(list(p["state_tokens"]), int(p["seq_len"]))
-    train = np.load(p["train_tokens"], mmap_mode="r")
+    vocab = shared_vocab_size(list(p["runs"]))
+    windows = held_out_windows(list(p["state_tokens"]), int(p["seq_len"]), vocab)
+    train = load_tokens(p["train_tokens"], vocab)
     counts = type_counts(train, int(train.max()) + 1)
     tables: dict[str, list] = {"states": [], "rows": [], "fits": [], "bins": []}
     for run in p["runs"]:

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from geolib.data.tokens import load_tokens
 from geolib.data.windows import model_batch, split_windows
 from geolib.files import write_csv, write_json, write_table
 from geolib.measure.metrics import StreamingCovariance
@@ -56,7 +57,13 @@ from geolib.measure.probes import (
     top_subspaces,
 )
 from geolib.measure.stats import Interval, bootstrap_weights, percentile_interval
-from geolib.models.checkpoints import checkpoints_of, load, revision_step, training_mask_prob
+from geolib.models.checkpoints import (
+    checkpoints_of,
+    load,
+    revision_step,
+    shared_vocab_size,
+    training_mask_prob,
+)
 from geolib.models.fingerprint import weights_hash
 from geolib.models.replicas import per_seed
 from geolib.stage import stage
@@ -529,7 +536,8 @@ def run_stage(p: dict[str, Any], log=print) -> dict[str, Any]:
 
     out = Path(p["out_dir"])
     out.mkdir(parents=True, exist_ok=True)
-    tokens = np.load(p["tokens"], mmap_mode="r")
+    vocab = shared_vocab_size(list(p["runs"]), p.get("revisions"))
+    tokens = load_tokens(p["tokens"], vocab)
     src, ev = split_windows(
         tokens, int(p["seq_len"]) + 1, int(p["n_source"]), int(p["n_eval"]), int(p["seed"])
     )
@@ -558,7 +566,7 @@ def run_stage(p: dict[str, Any], log=print) -> dict[str, Any]:
     overlap = pd.DataFrame(overlap_rows(results, [int(s) for s in p["frozen_sources"]]))
     write_table(out / "overlap.csv", overlap)
     losses = pd.DataFrame([row for r in results for row in r.losses])
-    losses["unigram_entropy"] = unigram_entropy(np.load(p["unigram_tokens"], mmap_mode="r"))
+    losses["unigram_entropy"] = unigram_entropy(load_tokens(p["unigram_tokens"], vocab))
     write_table(out / "losses.csv", losses)
     checkpoints = pd.DataFrame([row for r in results for row in r.checkpoints])
     write_csv(out / "checkpoints.csv", checkpoints, index=False)
@@ -604,7 +612,7 @@ def run_pretrained_stage(p: dict[str, Any], log=print) -> list[dict[str, Any]]:
 
     rows, losses = [], []
     for domain in p["domains"]:
-        tokens = np.load(root / "tokens" / f"{domain}.npy", mmap_mode="r")
+        tokens = load_tokens(root / "tokens" / f"{domain}.npy", int(sheet["vocab_size"]))
         src, ev = split_windows(
             tokens, int(p["seq_len"]) + 1, int(p["n_source"]), int(p["n_eval"]), int(p["seed"])
         )

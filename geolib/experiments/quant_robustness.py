@@ -34,12 +34,13 @@ import numpy as np
 import pandas as pd
 import torch
 
+from geolib.data.tokens import load_tokens
 from geolib.data.windows import fixed_windows
 from geolib.files import write_json, write_npz, write_table
 from geolib.measure.evaluate import window_losses
 from geolib.measure.prediction import join_per_model, per_model_tables
 from geolib.measure.stats import paired_change
-from geolib.models.checkpoints import load
+from geolib.models.checkpoints import load, shared_vocab_size
 from geolib.models.grid import check_points_listed, point_dir
 from geolib.models.quantize import QuantSpec, head_layer, quantize
 from geolib.stage import progress_line, stage
@@ -72,18 +73,18 @@ def column(setting: str, split: str) -> str:
     return f"q_{setting}_{split}"
 
 
-def eval_windows(p: dict[str, Any]) -> dict[str, np.ndarray]:
+def eval_windows(p: dict[str, Any], vocab: int) -> dict[str, np.ndarray]:
     """Fixed windows of every evaluation split (the same for every model and setting)."""
     n, length = int(p["n_eval_seqs"]), int(p["seq_len"]) + 1
     return {
-        split: fixed_windows(np.load(path, mmap_mode="r"), n, length)
+        split: fixed_windows(load_tokens(path, vocab), n, length)
         for split, path in p["eval_tokens"].items()
     }
 
 
-def calibration(p: dict[str, Any]) -> torch.Tensor:
+def calibration(p: dict[str, Any], vocab: int) -> torch.Tensor:
     """GPTQ's calibration windows: fixed windows of the training split, int64 ``(n, T)``."""
-    tokens = np.load(p["calib_tokens"], mmap_mode="r")
+    tokens = load_tokens(p["calib_tokens"], vocab)
     return torch.from_numpy(fixed_windows(tokens, int(p["n_calib_seqs"]), int(p["seq_len"])))
 
 
@@ -166,7 +167,8 @@ def run_stage(p: dict[str, Any], sweep: dict[str, Any], models_table: str, log=p
     out.mkdir(parents=True, exist_ok=True)
     names = check_points_listed(sweep)
     specs = settings(p)
-    windows, calib = eval_windows(p), calibration(p)
+    vocab = shared_vocab_size([str(point_dir(sweep, name)) for name in names])
+    windows, calib = eval_windows(p, vocab), calibration(p, vocab)
     if OUTCOME_SPLIT not in windows:
         raise ValueError(f"quantization.eval_tokens must include {OUTCOME_SPLIT!r}")
     rows, layer_rows, arrays = [], [], {}

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from geolib.data.tokens import load_tokens
 from geolib.data.windows import model_batch, split_windows
 from geolib.files import write_json, write_table
 from geolib.measure.metrics import StreamingCovariance
@@ -61,7 +62,13 @@ from geolib.measure.residual import (
     top_removal_isoscores,
 )
 from geolib.measure.stats import bootstrap_weights, percentile_interval
-from geolib.models.checkpoints import checkpoints_of, load, revision_step, training_mask_prob
+from geolib.models.checkpoints import (
+    checkpoints_of,
+    load,
+    revision_step,
+    shared_vocab_size,
+    training_mask_prob,
+)
 from geolib.models.replicas import per_seed
 from geolib.stage import stage
 
@@ -392,7 +399,7 @@ def run_stage(p: dict[str, Any], log=print) -> dict[str, Any]:
 
     out = Path(p["out_dir"])
     out.mkdir(parents=True, exist_ok=True)
-    tokens = np.load(p["tokens"], mmap_mode="r")
+    tokens = load_tokens(p["tokens"], shared_vocab_size(list(p["runs"]), p.get("revisions")))
     n_src, n_ev, n_ref = int(p["n_source"]), int(p["n_eval"]), int(p["n_reference"])
     src, rest = split_windows(tokens, int(p["seq_len"]) + 1, n_src, n_ev + n_ref, int(p["seed"]))
     windows = {"source": src, "eval": rest[:n_ev], "reference": rest[n_ev:]}

@@ -52,7 +52,7 @@ from geolib.measure.metrics import effective_rank
 from geolib.measure.probes import final_states, unembedding
 from geolib.measure.stats import Interval, interval
 from geolib.models import runs
-from geolib.models.checkpoints import load
+from geolib.models.checkpoints import load, vocab_size_of
 from geolib.models.grid import Run, check_names_listed, saturation_run
 from geolib.models.runs import available_steps
 
@@ -110,8 +110,8 @@ def measure_run(params_path: str | Path, name: str) -> dict[str, Any]:
     t0 = time.perf_counter()
     m = spec["measure"]
     steps = available_steps(run_dir)
-    vocab = int(load(run_dir, steps[-1])[0].config.vocab_size)
-    val = np.load(cfg.val_tokens, mmap_mode="r")
+    vocab = vocab_size_of(run_dir)
+    val = load_tokens(cfg.val_tokens, vocab)
     half, length = len(val) // 2, cfg.seq_len + 1
     # choosing windows from the first half of the split, measuring windows from the second
     windows = {
@@ -129,7 +129,7 @@ def measure_run(params_path: str | Path, name: str) -> dict[str, Any]:
             load_tokens(path, vocab), int(m["n_eval_seqs"]), length
         )
     h_windows = fixed_windows(val, int(m["n_h_seqs"]), cfg.seq_len)
-    n_train = len(np.load(cfg.train_tokens, mmap_mode="r"))
+    n_train = len(load_tokens(cfg.train_tokens, vocab))
     curve, per_split, spectra = [], {k: [] for k in windows}, []
     for step in steps:
         model, _ = load(run_dir, step)

@@ -394,6 +394,35 @@ def _load_folder(folder: Path, *, tokenizer: bool = True, **kwargs):
     return _finish(model, device, eval_mode), tok
 
 
+def vocab_size_of(source: str | Path, step_or_revision: int | str | None = None) -> int:
+    """The vocabulary size of a run, model folder or hub model, from its config alone (no
+    weights loaded): what a token file read for it must stay below."""
+    path = Path(source)
+    if path.is_dir():
+        folder = checkpoint_dir(path, step_or_revision) if is_run_dir(path) else path
+        config = _check_config(folder / CONFIG_FILE)
+    else:
+        rev = hub_revision(step_or_revision)
+        try:
+            config = AutoConfig.from_pretrained(
+                str(source), revision=rev, local_files_only=_offline(None)
+            ).to_dict()
+        except (OSError, ValueError) as exc:
+            raise MissingCheckpointError(
+                f"cannot read the config of {source} at revision {rev!r}: {exc}"
+            ) from exc
+    size = config.get("vocab_size")
+    if not isinstance(size, int) or size < 1:
+        raise CorruptCheckpointError(f"{source}: config has no valid vocab_size ({size!r})")
+    return size
+
+
+def shared_vocab_size(sources: list[str], revisions: list[str | int] | None = None) -> int:
+    """The smallest vocabulary among ``sources`` (each at its first checkpoint): token ids
+    below it are valid input for every one of them."""
+    return min(vocab_size_of(s, checkpoints_of(s, revisions)[0]) for s in sources)
+
+
 def checkpoints_of(source: str, revisions: list[str | int] | None) -> list[str | int]:
     """Steps of one of our runs (all, ascending) or the given revisions of a hub model."""
     if is_run_dir(source):

@@ -125,7 +125,7 @@ def run_stage(p: Mapping[str, Any]) -> dict[str, Any]:
     for domain, files in splits.items():
         split = "validation" if "validation" in files else "test"
         tokens = encode_domain(files[split], tokenizer, int(p["max_tokens"]))
-        save_tokens(out / "tokens" / f"{domain}.npy", tokens)
+        save_tokens(out / "tokens" / f"{domain}.npy", tokens, len(tokenizer))
         sheet["tokens"][domain] = {"split": split, "tokens": int(tokens.size)}
     (out / "datasheet.json").write_text(json.dumps(sheet, indent=2, ensure_ascii=False) + "\n")
     return sheet

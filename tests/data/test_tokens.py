@@ -14,6 +14,7 @@ from geolib.data.tokens import (
     load_tokens,
     read_token_freq,
     save_tokens,
+    token_dtype,
     token_frequencies,
     write_token_freq,
 )
@@ -45,10 +46,56 @@ def test_load_tokens_rejects_bad_files(tmp_path):
     (tmp_path / "junk.npy").write_bytes(b"junk")
     with pytest.raises(ValueError, match="not a readable"):
         load_tokens(tmp_path / "junk.npy")
-    with pytest.raises(ValueError, match="uint16"):
-        save_tokens(tmp_path / "big.npy", np.array([70000]))
+    with pytest.raises(ValueError, match="vocab_size 60000"):
+        save_tokens(tmp_path / "big.npy", np.array([70000]), vocab_size=60000)
+    with pytest.raises(ValueError, match="negative"):
+        save_tokens(tmp_path / "neg.npy", np.array([3, -1]))
+    with pytest.raises(ValueError, match="integers"):
+        save_tokens(tmp_path / "f.npy", np.array([1.5]))
     with pytest.raises(ValueError, match="1-D"):
         save_tokens(tmp_path / "m.npy", np.zeros((2, 2), dtype=np.uint16))
+
+
+@pytest.mark.parametrize(
+    ("vocab", "dtype"),
+    [
+        (1, np.uint16),
+        (65_536, np.uint16),
+        (65_537, np.uint32),
+        (100_278, np.uint32),
+        (2**32, np.uint32),
+    ],
+)
+def test_token_dtype_is_the_narrowest_that_fits(vocab, dtype):
+    assert token_dtype(vocab) == dtype
+
+
+def test_token_dtype_refuses_impossible_vocabularies():
+    for bad in (0, 2**32 + 1):
+        with pytest.raises(ValueError, match="vocab_size"):
+            token_dtype(bad)
+    with pytest.raises(TypeError):
+        token_dtype(True)
+
+
+def test_large_vocabularies_round_trip_as_uint32(tmp_path):
+    """OLMo-2's 100,278 ids do not fit uint16: the file holds uint32 and reads back exactly."""
+    ids = np.array([0, 65_535, 65_536, 100_277, 5], dtype=np.int64)
+    path = save_tokens(tmp_path / "olmo.npy", ids, vocab_size=100_278)
+    tokens = load_tokens(path, vocab_size=100_278)
+    assert tokens.dtype == np.uint32
+    np.testing.assert_array_equal(tokens, ids)
+    small = load_tokens(save_tokens(tmp_path / "small.npy", ids[[0, 1, 4]]), 65_536)
+    assert small.dtype == np.uint16  # the narrowest that fits the largest id
+
+
+def test_truncated_token_file_is_refused_by_name(tmp_path):
+    """A file cut short (disk full, interrupted copy) is an error naming it, not an mmap
+    error from deep inside numpy."""
+    path = save_tokens(tmp_path / "t.npy", np.arange(1000))
+    path.write_bytes(path.read_bytes()[:900])
+    with pytest.raises(ValueError, match=r"t\.npy: not a readable .* truncated"):
+        load_tokens(path)
 
 
 def test_token_frequencies_match_counter(tmp_path):

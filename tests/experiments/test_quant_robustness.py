@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from geolib.experiments import quant_robustness as qr
+from geolib.models.checkpoints import vocab_size_of
 from tests.models.test_checkpoints import V
 from tests.tiny import tiny_corpus, train_tiny, tree_hashes
 
@@ -60,7 +61,8 @@ def test_quantize_point_is_paired_and_leaves_the_run_alone(tiny_sweep):
     p = _params(tiny_sweep)
     run = tiny_sweep / "runs" / "l"
     before = tree_hashes(run)
-    windows, calib = qr.eval_windows(p), qr.calibration(p)
+    vocab = vocab_size_of(run)
+    windows, calib = qr.eval_windows(p, vocab), qr.calibration(p, vocab)
     rows, layers, per_window = qr.quantize_point(run, p, windows, calib)
     assert tree_hashes(run) == before  # quantization touched no file of the source run
     assert len(rows) == 2 * 2 * 2 * 2  # methods × bits × (blocks, + head) × splits

@@ -102,7 +102,9 @@ def test_pretrained_stage_loops_over_domains(tmp_path, monkeypatch):
 
     root = tmp_path / "pre"
     (root / "tokens").mkdir(parents=True)
-    (root / "datasheet.json").write_text(json.dumps({"name": "toy", "model_file": "m.gguf"}))
+    (root / "datasheet.json").write_text(
+        json.dumps({"name": "toy", "model_file": "m.gguf", "vocab_size": V})
+    )
     rng = np.random.default_rng(0)
     for domain in ("id", "ood"):
         np.save(root / "tokens" / f"{domain}.npy", rng.integers(3, V, 1500).astype(np.uint16))
@@ -140,3 +142,7 @@ def test_pretrained_stage_loops_over_domains(tmp_path, monkeypatch):
     assert len(table) == 2 * 3 * 2  # domains x layers (embed + 2 blocks) x ranks
     losses = pd.read_csv(tmp_path / "out" / "losses.csv")
     assert list(losses["domain"]) == ["id", "ood"]
+    # a token file holding an id the model has no row for is refused by name, not IndexError
+    np.save(root / "tokens" / "ood.npy", np.array([3, V + 4] * 800, dtype=np.uint16))
+    with pytest.raises(ValueError, match=rf"ood\.npy: token id {V + 4} >= vocab_size {V}"):
+        ge.run_pretrained_stage(p, log=lambda *_: None)
