@@ -15,7 +15,8 @@ it in Hugging Face format (``tokenizer.json`` + ``tokenizer_config.json``), load
 
 ``encode`` writes ``<tokens_dir>/<domain>/<split>.npy`` (uint16, or uint32 above 65,536
 ids; each document followed by ``<|endoftext|>``), ``<tokens_dir>/summary.json`` (tokens and
-documents per split) and the training split's token-frequency table ``token_id,token,count`` (all ids, most frequent first).
+documents per split) and the training split's token-frequency table ``token_id,token,count``
+(all ids, most frequent first).
 """
 
 from __future__ import annotations
