@@ -27,6 +27,7 @@ models/              imports config, files, stage, data
     replicas         Paper A's seed replicates of the default models; runs grouped by seed
     ladder           the ladder of model sizes (one family, other shapes); non-embedding size
     fingerprint      the content hash of a model's weights
+    device           ``common.device`` checked: a GPU asked for and missing stops the stage
 measure/             imports nothing outside measure: pure functions on arrays and tensors
     metrics          effective rank, IsoScore(*), cosine, partition isotropy (numpy/torch)
     synthetic        point clouds with known geometry, to validate the metrics

@@ -85,6 +85,7 @@ def probe_section(root: Path, out: Path, **keys) -> dict:
     to ``out``: the keys gradient_energy and residual_isotropy share, plus ``keys``."""
     return {
         "seed": 0,
+        "device": "cpu",
         "runs": [str(root / "pythia"), str(root / "bert")],
         "revisions": None,
         "tokens": str(root / "val.npy"),

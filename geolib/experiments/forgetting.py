@@ -36,10 +36,11 @@ import torch.nn.functional as F
 from geolib.data.tokens import load_tokens
 from geolib.data.windows import fixed_windows, sample_windows
 from geolib.files import write_json, write_npz, write_table
-from geolib.measure.evaluate import window_losses
+from geolib.measure.evaluate import on_model_device, window_losses
 from geolib.measure.prediction import join_per_model, per_model_tables
 from geolib.measure.stats import paired_change
 from geolib.models.checkpoints import load, vocab_size_of
+from geolib.models.device import resolve_device
 from geolib.models.grid import check_points_listed, point_dir
 from geolib.stage import progress_line, stage
 
@@ -76,7 +77,9 @@ def fine_tune(
     model.train()
     losses = []
     for _ in range(steps):
-        w = torch.from_numpy(sample_windows(tokens, rng, batch_size, seq_len + 1))
+        w = on_model_device(
+            model, torch.from_numpy(sample_windows(tokens, rng, batch_size, seq_len + 1))
+        )
         logits = model(input_ids=w[:, :-1]).logits
         loss = F.cross_entropy(logits.transpose(1, 2), w[:, 1:])
         opt.zero_grad(set_to_none=True)
@@ -99,7 +102,7 @@ def forget_point(run_dir: str | Path, p: dict[str, Any], seed: int) -> tuple[dic
         "id": fixed_windows(load_tokens(p["id_tokens"], vocab), n, length),
     }
     torch.manual_seed(seed)
-    model, _ = load(run_dir)
+    model, _ = load(run_dir, device=resolve_device(p["device"]))
     before = {k: window_losses(model, w) for k, w in windows.items()}
     steps = fine_tune(
         model,
@@ -141,6 +144,7 @@ def run_stage(p: dict[str, Any], sweep: dict[str, Any], models_table: str, log=p
     """Fine-tune every sweep point, write the tables, return a summary."""
     import pandas as pd
 
+    resolve_device(p["device"])  # before anything is read or written
     out = Path(p["out_dir"])
     out.mkdir(parents=True, exist_ok=True)
     names = check_points_listed(sweep)

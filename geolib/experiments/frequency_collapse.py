@@ -43,6 +43,7 @@ from geolib.measure.frequency import (
 from geolib.measure.probes import layer_names, residual_states
 from geolib.measure.stats import Interval
 from geolib.models.checkpoints import load, shared_vocab_size
+from geolib.models.device import resolve_device
 from geolib.models.replicas import per_seed
 from geolib.models.runs import available_steps, read_run_info
 from geolib.stage import stage
@@ -80,7 +81,7 @@ def embedding_trajectory(run: str, steps: list[int]) -> np.ndarray:
     rows = []
     for s in steps:
         model, _ = load(run, s)
-        rows.append(model.get_input_embeddings().weight.detach().double().numpy().copy())
+        rows.append(model.get_input_embeddings().weight.detach().cpu().double().numpy().copy())
     return np.stack(rows)
 
 
@@ -110,7 +111,7 @@ def analyse_run(run: str, p: dict[str, Any], train_counts: np.ndarray, windows, 
     t0 = time.perf_counter()
     optimizer = read_run_info(run)["config"].get("optimizer", "adamw")
     steps = available_steps(run)
-    model, _ = load(run, steps[-1])
+    model, _ = load(run, steps[-1], device=p["device"])
     model.eval()
     vocab = int(model.config.vocab_size)
     if train_counts.size > vocab:
@@ -203,6 +204,7 @@ def summarise(fits: list[dict[str, Any]]) -> dict[str, Any]:
 def run_stage(p: dict[str, Any], log=print) -> dict[str, Any]:
     import pandas as pd
 
+    p = {**p, "device": resolve_device(p["device"])}
     out = Path(p["out_dir"])
     out.mkdir(parents=True, exist_ok=True)
     vocab = shared_vocab_size(list(p["runs"]))

@@ -64,6 +64,7 @@ from geolib.models.checkpoints import (
     shared_vocab_size,
     training_mask_prob,
 )
+from geolib.models.device import resolve_device
 from geolib.models.fingerprint import weights_hash
 from geolib.models.replicas import per_seed
 from geolib.stage import stage
@@ -123,11 +124,13 @@ def analyse_run(
     level: float,
     log=print,
     loader=None,
+    device: str | torch.device = "cpu",
 ) -> RunResult:
     """Measure R_energy for every checkpoint of one run (see the module docstring).
 
     ``loader(checkpoint) -> (model, tokenizer)`` replaces ``checkpoints.load(source, …)`` for
-    models that are not run directories or hub ids (e.g. a GGUF file).
+    models that are not run directories or hub ids (e.g. a GGUF file). The model runs on
+    ``device``; its batches follow it.
     """
     mask_prob = training_mask_prob(source, mask_prob)
     frozen: dict[tuple[int, str, int], np.ndarray] = {}  # (source step, layer, k) -> T
@@ -135,8 +138,8 @@ def analyse_run(
     seen: dict[str, int] = {}
     for i, ckpt in enumerate(checkpoints):
         t0 = time.perf_counter()
-        model, tokenizer = load(source, ckpt) if loader is None else loader(ckpt)
-        model.eval()
+        model, tokenizer = load(source, ckpt, device=device) if loader is None else loader(ckpt)
+        model.to(device).eval()
         step = revision_step(ckpt)
         decoder = is_decoder(model)
         layers = layer_names(model)
@@ -534,6 +537,7 @@ def run_stage(p: dict[str, Any], log=print) -> dict[str, Any]:
     merged over ``common``) and write the tables; returns the summary."""
     import pandas as pd
 
+    device = resolve_device(p["device"])
     out = Path(p["out_dir"])
     out.mkdir(parents=True, exist_ok=True)
     vocab = shared_vocab_size(list(p["runs"]), p.get("revisions"))
@@ -559,6 +563,7 @@ def run_stage(p: dict[str, Any], log=print) -> dict[str, Any]:
                 n_boot=int(p["n_boot"]),
                 level=float(p["ci_level"]),
                 log=log,
+                device=device,
             )
         )
     ratios = pd.DataFrame([row for r in results for row in r.rows])
@@ -597,6 +602,7 @@ def run_pretrained_stage(p: dict[str, Any], log=print) -> list[dict[str, Any]]:
     each with its own windows of that domain's text (encoded with the model's tokenizer). Writes
     ``r_energy.csv`` (a ``domain`` column; ``step`` -1: the released checkpoint) and
     ``losses.csv`` to ``out_dir``; returns the rows."""
+    device = resolve_device(p["device"])
     import pandas as pd
 
     from geolib.models.pretrained import load_gguf
@@ -631,6 +637,7 @@ def run_pretrained_stage(p: dict[str, Any], log=print) -> list[dict[str, Any]]:
             level=float(p["ci_level"]),
             log=log,
             loader=loader,
+            device=device,
         )
         rows += [{"domain": domain, **row} for row in res.rows]
         losses += [{"domain": domain, **row} for row in res.losses]

@@ -70,6 +70,7 @@ from geolib.measure.probes import (
 )
 from geolib.measure.residual import top_removal_isoscores
 from geolib.models.checkpoints import load, training_mask_prob
+from geolib.models.device import resolve_device
 from geolib.models.fingerprint import weights_hash
 from geolib.models.pretrained import encode_domain, load_gguf
 
@@ -102,13 +103,9 @@ class Request:
     def __post_init__(self) -> None:
         if (self.text is None) == (self.corpus is None):
             raise ValueError("give the text to measure on: --text FILE or --corpus id|ood|DOMAIN")
-        if self.device not in ("cpu", "cuda") and not self.device.startswith("cuda:"):
-            raise ValueError(f"--device must be cpu or cuda[:N], got {self.device!r}")
-        if self.device.startswith("cuda") and not torch.cuda.is_available():
-            raise RuntimeError(
-                f"--device {self.device}: no CUDA GPU on this machine (torch "
-                f"{torch.__version__}); nothing falls back to the CPU, ask for --device cpu"
-            )
+        resolve_device(
+            self.device, "--device"
+        )  # cuda without a GPU: an error now, never the CPU instead
         for name in ("tokens", "seq_len", "controls", "n_boot", "seed"):
             v = getattr(self, name)
             if isinstance(v, bool) or int(v) != v or v < (0 if name == "seed" else 1):

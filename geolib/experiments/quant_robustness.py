@@ -41,6 +41,7 @@ from geolib.measure.evaluate import window_losses
 from geolib.measure.prediction import join_per_model, per_model_tables
 from geolib.measure.stats import paired_change
 from geolib.models.checkpoints import load, shared_vocab_size
+from geolib.models.device import resolve_device
 from geolib.models.grid import check_points_listed, point_dir
 from geolib.models.quantize import QuantSpec, head_layer, quantize
 from geolib.stage import progress_line, stage
@@ -96,8 +97,11 @@ def quantize_point(
 ) -> tuple[list[dict], list[dict], dict[str, np.ndarray]]:
     """``(rows, GPTQ layer rows, per-window losses)`` of one model (module docstring)."""
     name = Path(run_dir).name
+    device = resolve_device(p["device"])
+    # quantized on the CPU (gptqmodel's and torchao's CPU paths), evaluated on the device
     model, _ = load(run_dir)
-    base = {s: window_losses(model, w) for s, w in windows.items()}
+    base = {s: window_losses(model.to(device), w) for s, w in windows.items()}
+    model.to("cpu")
     per_window = {f"float_{s}": v for s, v in base.items()}
     kw = dict(n_boot=int(p["n_boot"]), level=float(p["ci_level"]), seed=int(p["seed"]))
     rows, layer_rows = [], []
@@ -111,7 +115,8 @@ def quantize_point(
             t0 = time.perf_counter()
             reports = quantize(q, s, calib, layers=None if layers is None else layers(q))
             t_quant = time.perf_counter() - t0
-            after = {split: window_losses(q, w) for split, w in windows.items()}
+            after = {split: window_losses(q.to(device), w) for split, w in windows.items()}
+            q.to("cpu")
             t_eval = time.perf_counter() - t0 - t_quant
             for split in windows:
                 c = paired_change(base[split], after[split], **kw)
@@ -163,6 +168,7 @@ def by_setting(long: pd.DataFrame) -> pd.DataFrame:
 
 def run_stage(p: dict[str, Any], sweep: dict[str, Any], models_table: str, log=print) -> dict:
     """Quantize every sweep point under every setting, write the tables, return a summary."""
+    resolve_device(p["device"])  # before anything is read or written
     out = Path(p["out_dir"])
     out.mkdir(parents=True, exist_ok=True)
     names = check_points_listed(sweep)

@@ -69,6 +69,7 @@ from geolib.models.checkpoints import (
     shared_vocab_size,
     training_mask_prob,
 )
+from geolib.models.device import resolve_device
 from geolib.models.replicas import per_seed
 from geolib.stage import stage
 
@@ -176,7 +177,7 @@ def analyse_run(
     q = [(1 - level) / 2, (1 + level) / 2]
     for i, ckpt in enumerate(checkpoints):
         t0 = time.perf_counter()
-        model, tokenizer = load(source, ckpt)
+        model, tokenizer = load(source, ckpt, device=p["device"])
         model.eval()
         step = revision_step(ckpt)
         decoder, layers, d = is_decoder(model), layer_names(model), int(model.config.hidden_size)
@@ -397,6 +398,7 @@ def run_stage(p: dict[str, Any], log=print) -> dict[str, Any]:
     """The whole analysis from the stage's parameters (merged over ``common``)."""
     import pandas as pd
 
+    p = {**p, "device": resolve_device(p["device"])}
     out = Path(p["out_dir"])
     out.mkdir(parents=True, exist_ok=True)
     tokens = load_tokens(p["tokens"], shared_vocab_size(list(p["runs"]), p.get("revisions")))

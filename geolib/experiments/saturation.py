@@ -53,6 +53,7 @@ from geolib.measure.probes import final_states, unembedding
 from geolib.measure.stats import Interval, interval
 from geolib.models import runs
 from geolib.models.checkpoints import load, vocab_size_of
+from geolib.models.device import resolve_device
 from geolib.models.grid import Run, check_names_listed, saturation_run
 from geolib.models.runs import available_steps
 
@@ -68,7 +69,7 @@ def measure_checkpoint(
     """``(per-window losses by split, singular values of W (descending), erank of H)``."""
     model.eval()
     losses = {k: window_losses(model, w) for k, w in windows.items()}
-    w = unembedding(model).detach().double()
+    w = unembedding(model).detach().cpu().double()
     sigma = torch.linalg.svdvals(w).numpy()
     h_rank = effective_rank(final_states(model, h_windows).numpy())
     return losses, sigma, h_rank
@@ -102,6 +103,7 @@ def measure_run(params_path: str | Path, name: str) -> dict[str, Any]:
     params = load_params(params_path)
     spec = params["saturation"]
     cfg, run_dir = saturation_run(params, name)
+    device = resolve_device(cfg.device)
     trained = float(runs.read_run_info(run_dir)["wall_time_s"])  # unfinished: an error
     # the same numerics as the training process had (threads, deterministic kernels)
     torch.use_deterministic_algorithms(True, warn_only=True)
@@ -132,7 +134,7 @@ def measure_run(params_path: str | Path, name: str) -> dict[str, Any]:
     n_train = len(load_tokens(cfg.train_tokens, vocab))
     curve, per_split, spectra = [], {k: [] for k in windows}, []
     for step in steps:
-        model, _ = load(run_dir, step)
+        model, _ = load(run_dir, step, device=device)
         losses, sigma, h_rank = measure_checkpoint(model, windows, h_windows)
         for k, v in losses.items():
             per_split[k].append(v)

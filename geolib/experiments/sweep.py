@@ -53,6 +53,7 @@ from geolib.measure.probes import final_states, unembedding
 from geolib.measure.stats import interval
 from geolib.models import runs
 from geolib.models.checkpoints import load
+from geolib.models.device import resolve_device
 from geolib.models.grid import (
     SEQUENCE_LOSSES,
     Point,
@@ -77,12 +78,12 @@ def measure_run(
     ``ci_level`` and ``splits`` (name → token file; the first is the ID validation split H is
     taken from).
     """
-    model, tokenizer = load(run_dir)
+    model, tokenizer = load(run_dir, device=resolve_device(cfg.device))
     vocab = len(tokenizer) if tokenizer is not None else int(model.config.vocab_size)
     zeta, seed = float(spec["isoscore_zeta"]), cfg.seed
     out: dict[str, Any] = {}
 
-    w = unembedding(model).detach().double()
+    w = unembedding(model).detach().cpu().double()
     unused = unused_rows(load_tokens(cfg.train_tokens, vocab), vocab)
     out["vocab_size"] = vocab
     out["n_unused_rows"] = int(unused.sum())
@@ -126,6 +127,7 @@ def measure_point(params_path: str | Path, name: str, *, jobs: int = 1) -> dict[
         raise KeyError(f"{name!r} is not a point of the sweep; points: {names}")
     point = Point.from_name(name)
     cfg = point_config(params, point)
+    resolve_device(cfg.device)  # before the run is read
     run_dir = point_dir(spec, name)
     info = runs.read_run_info(run_dir)  # an unfinished run is an error naming it
     # the same numerics as the training process had (threads, deterministic kernels)

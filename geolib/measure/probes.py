@@ -32,7 +32,7 @@ import torch
 from torch import nn
 from transformers import PreTrainedModel
 
-from geolib.measure.evaluate import IGNORE_INDEX, loss_sum
+from geolib.measure.evaluate import IGNORE_INDEX, loss_sum, on_model_device
 from geolib.measure.stats import bootstrap_weights, percentile_interval
 
 #: the source label of a tangent subspace T fitted at the checkpoint being measured (as opposed
@@ -80,7 +80,12 @@ def final_hidden(
     head = model.get_output_embeddings()
     handle = head.register_forward_hook(lambda _m, inputs, _out: captured.append(inputs[0]))
     try:
-        out = model(input_ids=input_ids, attention_mask=attention_mask)
+        out = model(
+            input_ids=on_model_device(model, input_ids),
+            attention_mask=None
+            if attention_mask is None
+            else on_model_device(model, attention_mask),
+        )
     finally:
         handle.remove()
     h = captured[0]
@@ -140,11 +145,11 @@ def residual_states(model: PreTrainedModel, inputs: torch.Tensor) -> list[torch.
     handles = [m.register_forward_hook(keep) for m in residual_modules(model)]
     try:
         with torch.no_grad():
-            model(input_ids=inputs)
+            model(input_ids=on_model_device(model, inputs))
     finally:
         for h in handles:
             h.remove()
-    return [h.detach() for h in captured]
+    return [h.detach().cpu() for h in captured]
 
 
 @dataclass(frozen=True)
@@ -206,8 +211,8 @@ def states_and_gradients(
         raise RuntimeError(f"captured {len(captured)} states for {len(modules)} residual modules")
     return StatesAndGradients(
         layer_names(model),
-        [h.detach() for h in captured],
-        [g.detach() for g in grads],
+        [h.detach().cpu() for h in captured],
+        [g.detach().cpu() for g in grads],
         float(loss.detach()),
         n_targets,
     )
@@ -421,5 +426,5 @@ def final_states(model, windows: np.ndarray, batch: int = 32) -> torch.Tensor:
         final_hidden(model, torch.from_numpy(windows[i : i + batch]))
         for i in range(0, len(windows), batch)
     ]
-    h = torch.cat(parts)
+    h = torch.cat(parts).cpu()
     return h.reshape(-1, h.shape[-1]).double()

@@ -321,11 +321,14 @@ def check_names_listed(spec: Mapping[str, Any]) -> list[str]:
 
 
 def saturation_config(params: Mapping[str, Any], run: Run) -> TrainConfig:
-    """The TrainConfig of one run: ``train`` < ``saturation.train`` < the run's model."""
+    """The TrainConfig of one run: ``common`` (device) < ``train`` < ``saturation.train`` <
+    the run's model."""
     spec = params["saturation"]
     if run.layout not in spec["layouts"] or run.width not in spec["widths"]:
         raise KeyError(f"{run.name}: unknown layout or width; design: {check_names_listed(spec)}")
-    p = deep_update(params["train"], spec["train"])
+    names = {f.name for f in fields(TrainConfig)}
+    p = {k: v for k, v in params.get("common", {}).items() if k in names}
+    p = deep_update(deep_update(p, params["train"]), spec["train"])
     p["model"] = {
         **params["train"]["model"],
         "family": "pythia",

@@ -30,6 +30,7 @@ from geolib.data.acquire import fetch_artifact, read_members, slug
 from geolib.data.corpus import corpus_splits, read_jsonl
 from geolib.data.tokens import save_tokens
 from geolib.files import sha256_file
+from geolib.models.device import resolve_device
 from geolib.stage import stage
 
 
@@ -111,7 +112,10 @@ def encode_domain(path: str | Path, tokenizer, max_tokens: int) -> np.ndarray:
 
 
 def run_stage(p: Mapping[str, Any]) -> dict[str, Any]:
-    """Fetch, write the datasheet and the token files; returns the datasheet."""
+    """Fetch, write the datasheet and the token files; returns the datasheet. (The model is
+    read on the CPU, for its shape and tokenizer; ``device`` is checked all the same, so a
+    profile asking for a GPU this machine lacks stops here, first.)"""
+    resolve_device(p.get("device", "cpu"))
     out = Path(p["out_dir"])
     sheet = fetch_model(p["source"], p["raw_dir"], out)
     model, tokenizer = load_gguf(out / "model", sheet["model_file"], sheet["model_sha256"])

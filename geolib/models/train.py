@@ -43,6 +43,7 @@ from geolib.data.tokens import load_tokens
 from geolib.data.windows import IGNORE_INDEX, mask_tokens, sample_windows
 from geolib.files import sha256_file
 from geolib.models import runs
+from geolib.models.device import resolve_device
 from geolib.models.families import (
     ModelConfig,
     build_model,
@@ -594,12 +595,12 @@ def train(
     progress bar by one line on stderr per evaluation (for logs). The returned summary is also
     written to ``run_dir/run.json`` when the run reaches ``total_steps``.
     """
+    device = resolve_device(cfg.device)  # before anything is written: no GPU, no run folder
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     runs.refuse_diverged(run_dir)  # resuming would diverge again, deterministically
     runs.remove_partial(run_dir)  # a checkpoint a kill interrupted
     _configure_torch(cfg)
-    device = torch.device(cfg.device)
     vocab, tokenizer = resolve_vocab(cfg)
     if tokenizer is not None and not (run_dir / runs.TOKENIZER).is_dir():
         tokenizer.save_pretrained(run_dir / runs.TOKENIZER)

@@ -51,6 +51,7 @@ def test_forget_point_learns_the_domain_and_leaves_the_run_alone(tiny_run):
     run = tiny_run / "runs" / "point"
     before = tree_hashes(run)
     p = {
+        "device": "cpu",
         "domain": str(tiny_run / "domain.npy"),
         "tune_fraction": 0.8,
         "id_tokens": str(tiny_run / "train.npy"),

@@ -81,6 +81,7 @@ def test_stage_on_tiny_runs(tiny_runs, tmp_path):
     root = tiny_runs
     p = {
         "seed": 0,
+        "device": "cpu",
         "runs": [str(root / "adamw"), str(root / "sgd")],
         "train_tokens": str(root / "train.npy"),
         "state_tokens": [str(root / "val.npy")],

@@ -146,7 +146,7 @@ def test_a_run_directory_by_step_and_the_encoder(decoder_and_encoder_runs, tmp_p
         (["--layers", "3"], "the model has 3 layers"),
         (["--layers", "first"], "--layers must be 'all' or integers"),
         (["--tokens", "60"], "fewer than 4 windows"),
-        (["--device", "tpu"], "--device must be cpu or cuda"),
+        (["--device", "tpu"], "device must be 'cpu', 'cuda' or 'cuda:N' (--device)"),
         (["--ranks", "0"], "--ranks must be positive"),
     ],
 )
@@ -169,7 +169,7 @@ def test_a_short_text_a_missing_head_and_cuda_without_a_gpu(tmp_path, capsys):
     if not torch.cuda.is_available():
         argv = [str(folder), "--text", str(short), "--device", "cuda", "--out", str(out)]
         assert mm.main(argv) == 2
-        assert "no CUDA GPU on this machine" in capsys.readouterr().err and not out.exists()
+        assert "has no CUDA GPU" in capsys.readouterr().err and not out.exists()
 
     class Headless(torch.nn.Module):
         def get_output_embeddings(self):

@@ -53,6 +53,7 @@ def _params(root, out=None):
         "n_boot": 100,
         "ci_level": 0.9,
         "seed": 0,
+        "device": "cpu",
         "out_dir": str(out or root / "out"),
     }
 

@@ -122,6 +122,7 @@ def test_pretrained_stage_loops_over_domains(tmp_path, monkeypatch):
     monkeypatch.setattr(pt, "load_gguf", fake_load)
     p = {
         "seed": 0,
+        "device": "cpu",
         "pretrained_dir": str(root),
         "domains": ["id", "ood"],
         "seq_len": 16,
