@@ -317,6 +317,89 @@ def faults(base: Path, scratch: Path) -> dict[str, Callable[[], str]]:
                 return outcome
         return CAUGHT
 
+    def swapped_steps() -> str:
+        """step-5 and step-6 swapped, manifests and all: loading step 6 must refuse."""
+        run = copy()
+        (run / "step-5").rename(run / "swap")
+        (run / "step-6").rename(run / "step-5")
+        (run / "swap").rename(run / "step-6")
+        return expect_error(lambda: load(run, 6), CheckpointError, "swapped")
+
+    def edited_tokenizer() -> str:
+        """The run's tokenizer edited into valid JSON with another mask id (2 → 100)."""
+        run = copy()
+        path = run / "tokenizer" / "tokenizer.json"
+        path.write_text(path.read_text().replace('"id": 2', '"id": 100', 1))
+        return expect_error(lambda: load(run, 6), CheckpointError, "tokenizer.json")
+
+    def second_trainer() -> str:
+        """A second trainer started on a run directory that one is writing."""
+        from geolib.models import runs
+
+        run = copy(partial)
+        with runs.sole_writer(run):
+            outcome = expect_error(lambda: _resume_tiny(root, run), runs.RunLockedError, str(run))
+        return outcome if not list(run.glob("step-*.tmp")) else SILENT
+
+    def disk_full() -> str:
+        """torch's own error on a full disk while a checkpoint is written: a clear error
+        naming the step and path, no step-N.tmp left, the checkpoints before it intact."""
+        from unittest import mock
+
+        import torch
+
+        from geolib.models import runs
+        from geolib.models.train import CheckpointWriteError
+
+        run = copy(partial)
+        before = {p.name: (p / "model.safetensors").read_bytes() for p in run.glob("step-*")}
+        full = RuntimeError(
+            "[enforce fail at inline_container.cc:672] . PytorchStreamWriter failed writing "
+            "file data/0: file write failed"
+        )
+        usage = shutil.disk_usage(run)._replace(free=1 << 20)
+        with (
+            mock.patch.object(torch, "save", side_effect=full),
+            mock.patch("shutil.disk_usage", return_value=usage),
+        ):
+            outcome = expect_error(
+                lambda: _resume_tiny(root, run),
+                CheckpointWriteError,
+                f"no space left while writing step 6 to {run / 'step-6.tmp'}",
+            )
+        after = {p.name: (p / "model.safetensors").read_bytes() for p in run.glob("step-*")}
+        intact = after == before and runs.available_steps(run)[-1] == 5
+        return outcome if intact else SILENT
+
+    def token_file(damage: Callable[[Path], object], names: str) -> str:
+        """A damaged token file read by an analysis stage's reader (the one reader)."""
+        from geolib.data.tokens import load_tokens
+        from tests.models.test_checkpoints import V
+
+        path = Path(tempfile.mkdtemp(dir=scratch)) / "tokens.npy"
+        np.save(path, np.random.default_rng(1).integers(3, V, 2000).astype(np.uint16))
+        damage(path)
+        return expect_error(lambda: load_tokens(path, V), ValueError, names)
+
+    def truncate(path: Path) -> None:
+        path.write_bytes(path.read_bytes()[:1000])
+
+    def out_of_vocabulary(path: Path) -> None:
+        from tests.models.test_checkpoints import V
+
+        ids = np.load(path)
+        ids[7] = V + 3
+        np.save(path, ids)
+
+    def cuda_without_gpu() -> str:
+        import torch
+
+        from geolib.models.device import DeviceUnavailableError, resolve_device
+
+        if torch.cuda.is_available():
+            return CAUGHT  # not injectable where a GPU exists
+        return expect_error(lambda: resolve_device("cuda"), DeviceUnavailableError, "no CUDA")
+
     def train_config(**bad):
         from geolib.models.train import TrainConfig
 
@@ -372,6 +455,17 @@ def faults(base: Path, scratch: Path) -> dict[str, Callable[[], str]]:
         "training diverges (lr 1000): stops, marked, refused when resumed, loaded or read": (
             diverged_training
         ),
+        "two checkpoint folders swapped (manifests moved with them)": swapped_steps,
+        "the run's tokenizer edited (mask id 2 → 100)": edited_tokenizer,
+        "a second trainer on a run directory being written": second_trainer,
+        "disk full while a checkpoint is written": disk_full,
+        "a token file truncated (the analysis stages' reader)": lambda: token_file(
+            truncate, "truncated"
+        ),
+        "a token file with an id outside the vocabulary": lambda: token_file(
+            out_of_vocabulary, ">= vocab_size"
+        ),
+        "common.device: cuda on a machine without a GPU": cuda_without_gpu,
     }
 
 

@@ -34,14 +34,19 @@ from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM,
 from geolib.models.families import quiet_progress
 from geolib.models.runs import (
     CONFIG_FILE,
+    TOKENIZER,
+    TRAINER_STATE,
     WEIGHT_FILE,
     IntegrityError,
     available_steps,
+    folder_step,
     is_run_dir,
     read_run_info,
     refuse_diverged,
     step_dir,
+    verify_folder,
     verify_manifest,
+    verify_step,
 )
 
 _TRUTHY = {"1", "true", "yes", "on"}
@@ -258,14 +263,19 @@ def load_run(
             ) from exc
         model = _strict(loaded, str(folder))
         try:  # the files are the ones training wrote (flipped bytes keep the structure intact)
-            verify_manifest(folder, [WEIGHT_FILE, CONFIG_FILE])
+            verify_manifest(folder, [WEIGHT_FILE, CONFIG_FILE, TRAINER_STATE])
+            verify_step(folder, folder_step(folder))  # not another step's folder renamed
         except IntegrityError as exc:
             raise CorruptCheckpointError(f"step {folder.name}: {exc}") from exc
     except CorruptCheckpointError as exc:
         raise CorruptCheckpointError(f"{exc}; available steps: {available_steps(run_dir)}") from exc
     tok = None
-    if tokenizer and (run_dir / "tokenizer").is_dir():
-        tok = _tokenizer(run_dir / "tokenizer")
+    if tokenizer and (run_dir / TOKENIZER).is_dir():
+        try:  # the run's tokenizer is the one it trained with, every file of it
+            verify_folder(run_dir / TOKENIZER)
+        except IntegrityError as exc:
+            raise CorruptCheckpointError(f"the run's tokenizer: {exc}") from exc
+        tok = _tokenizer(run_dir / TOKENIZER)
     return _finish(model, device, eval_mode), tok
 
 

@@ -23,13 +23,16 @@ notebooks read ``metrics.csv``/``run.json`` through here.
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import fcntl
 import io
 import json
+import os
 import re
 import shutil
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +60,14 @@ def step_dir(run_dir: str | Path, step: int) -> Path:
     if step < 0:
         raise ValueError(f"a step is non-negative, got {step}")
     return Path(run_dir) / f"step-{step}"
+
+
+def folder_step(folder: str | Path) -> int:
+    """The step a ``step-N`` folder's name says it holds."""
+    m = _STEP_DIR.match(Path(folder).name)
+    if not m:
+        raise ValueError(f"{folder} is not a step-N folder")
+    return int(m.group(1))
 
 
 def step_dirs(run_dir: str | Path) -> dict[int, Path]:
@@ -106,15 +117,50 @@ class IntegrityError(ValueError):
     """A run file is not the one that was written (its content hash differs, or it is gone)."""
 
 
-def write_manifest(folder: str | Path) -> Path:
-    """Record the SHA-256 of every file in ``folder`` (but the manifest) in its manifest."""
+def write_manifest(folder: str | Path, step: int | None = None) -> Path:
+    """Record the SHA-256 of every file in ``folder`` (but the manifest) in its manifest, and
+    for a checkpoint its ``step``: a folder renamed or swapped with another is then caught."""
     folder = Path(folder)
     hashes = {
         p.name: sha256_file(p)
         for p in sorted(folder.iterdir())
         if p.is_file() and p.name != MANIFEST and not p.name.startswith(".")
     }
-    return write_text_atomic(folder / MANIFEST, json.dumps({"sha256": hashes}, indent=1) + "\n")
+    body: dict[str, Any] = {"sha256": hashes}
+    if step is not None:
+        body["step"] = int(step)
+    return write_text_atomic(folder / MANIFEST, json.dumps(body, indent=1) + "\n")
+
+
+def manifest_step(folder: str | Path) -> int | None:
+    """The step a checkpoint's manifest records (``None`` if it records none)."""
+    path = Path(folder) / MANIFEST
+    try:
+        step = json.loads(path.read_text()).get("step")
+    except (OSError, ValueError, AttributeError):
+        raise IntegrityError(f"{path} is not a readable manifest") from None
+    return None if step is None else int(step)
+
+
+def verify_step(folder: str | Path, step: int) -> None:
+    """Check that checkpoint ``folder`` holds ``step``: the step its manifest and its
+    ``trainer_state.json`` record (:class:`IntegrityError` naming the folder otherwise)."""
+    folder = Path(folder)
+    recorded = manifest_step(folder)
+    if recorded is None:
+        raise IntegrityError(
+            f"{folder / MANIFEST} records no step: cannot prove that {folder.name} holds step "
+            f"{step} (`python -m geolib.models.runs manifest {folder.parent}` records it)"
+        )
+    try:
+        state = int(json.loads((folder / TRAINER_STATE).read_text())["step"])
+    except (OSError, ValueError, KeyError, TypeError):
+        raise IntegrityError(f"{folder / TRAINER_STATE} records no readable step") from None
+    if recorded != step or state != step:
+        raise IntegrityError(
+            f"{folder} holds step {recorded} (manifest) / {state} (trainer state), not {step}: "
+            "checkpoint folders were renamed or swapped"
+        )
 
 
 def read_manifest(folder: str | Path) -> dict[str, str]:
@@ -156,13 +202,74 @@ def verify_manifest(folder: str | Path, names: Iterable[str]) -> None:
             )
 
 
+class RunLockedError(RuntimeError):
+    """Another process is writing the run directory."""
+
+
+LOCK = ".lock"
+
+
+@contextlib.contextmanager
+def sole_writer(run_dir: str | Path) -> Iterator[None]:
+    """Hold ``run_dir/.lock`` (an exclusive ``flock``) while writing the run: a second
+    trainer on the same directory stops with :class:`RunLockedError` instead of deleting the
+    first one's temporary checkpoints. The kernel releases the lock if the holder dies, so a
+    killed run leaves no lock behind (at most an unlocked, harmless ``.lock`` file)."""
+    path = Path(run_dir) / LOCK
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            raise RunLockedError(
+                f"{run_dir} is being written by another process (pid {holder}, holding "
+                f"{path}); wait for it to finish or stop it, then rerun: this run resumes "
+                "from its last checkpoint"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:
+            yield
+        finally:
+            path.unlink(missing_ok=True)  # a finished run leaves no lock file
+    finally:
+        os.close(fd)
+
+
+def verify_folder(folder: str | Path) -> None:
+    """Check that ``folder`` holds exactly the files its manifest lists, each unchanged (an
+    added, removed or edited file is an :class:`IntegrityError` naming it)."""
+    folder = Path(folder)
+    hashes = read_manifest(folder)
+    present = {p.name for p in folder.iterdir() if p.is_file() and p.name != MANIFEST}
+    extra = sorted(n for n in present - set(hashes) if not n.startswith("."))
+    if extra:
+        raise IntegrityError(f"{folder}: files {extra} are not in its manifest (added later)")
+    verify_manifest(folder, sorted(hashes))
+
+
+def save_tokenizer(tokenizer, run_dir: str | Path) -> Path:
+    """Save the run's tokenizer in ``run_dir/tokenizer`` with a manifest of its files, through a
+    temporary folder (kept as it is when already there: a resumed run trained with it)."""
+    final = Path(run_dir) / TOKENIZER
+    if final.is_dir():
+        return final
+    tmp = final.with_name(TOKENIZER + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tokenizer.save_pretrained(tmp)
+    write_manifest(tmp)
+    tmp.rename(final)
+    return final
+
+
 def _forget_in_manifest(folder: Path, name: str) -> None:
     """Drop ``name`` from ``folder``'s manifest (after deleting that file)."""
     path = folder / MANIFEST
     if path.is_file():
-        hashes = read_manifest(folder)
-        hashes.pop(name, None)
-        write_text_atomic(path, json.dumps({"sha256": hashes}, indent=1) + "\n")
+        body = json.loads(path.read_text())
+        body["sha256"].pop(name, None)
+        write_text_atomic(path, json.dumps(body, indent=1) + "\n")
 
 
 def remove_partial(run_dir: str | Path) -> list[Path]:
@@ -299,8 +406,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     for step, folder in step_dirs(args.run_dir).items():
         if not (folder / MANIFEST).is_file():
-            write_manifest(folder)
+            write_manifest(folder, step)
             print(f"step {step}: manifest written")
+        elif manifest_step(folder) is None:  # written before manifests recorded the step
+            hashes = read_manifest(folder)
+            write_text_atomic(
+                folder / MANIFEST, json.dumps({"sha256": hashes, "step": step}, indent=1) + "\n"
+            )
+            print(f"step {step}: step recorded in the manifest")
     return 0
 
 

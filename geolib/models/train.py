@@ -292,16 +292,41 @@ def lm_loss_sum(
 # ----------------------------------------------------------------------------- checkpoints
 
 
+class CheckpointWriteError(OSError):
+    """A checkpoint could not be written (disk full, most often); the run keeps its last good
+    checkpoint and resumes from it once there is room."""
+
+
+#: below this much free space, a failed write is reported as a full disk
+LOW_SPACE_BYTES = 64 * 2**20
+
+
 def save_checkpoint(run_dir: Path, model, step: int, info: dict, resume_state: dict) -> Path:
-    """Write ``step-N`` (weights, ``trainer_state.json``, ``train_state.pt``) atomically."""
+    """Write ``step-N`` (weights, ``trainer_state.json``, ``train_state.pt``, a manifest with
+    the step) into ``step-N.tmp``, then rename it into place. A failed write (a full disk
+    raises torch's ``enforce fail at inline_container.cc`` or ``OSError``) removes the
+    temporary folder and raises :class:`CheckpointWriteError` naming the step and the path; the
+    checkpoints before it are untouched."""
     final = runs.step_dir(run_dir, step)
     tmp = final.with_name(final.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    with quiet_progress():  # "Writing model shards" at every checkpoint is noise
-        model.save_pretrained(tmp)
-    (tmp / runs.TRAINER_STATE).write_text(json.dumps(info, indent=1) + "\n")
-    torch.save(resume_state, tmp / runs.RESUME_STATE)
-    runs.write_manifest(tmp)
+    try:
+        with quiet_progress():  # "Writing model shards" at every checkpoint is noise
+            model.save_pretrained(tmp)
+        (tmp / runs.TRAINER_STATE).write_text(json.dumps(info, indent=1) + "\n")
+        torch.save(resume_state, tmp / runs.RESUME_STATE)
+        runs.write_manifest(tmp, step)
+    except (OSError, RuntimeError) as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        free = shutil.disk_usage(run_dir).free
+        what = "no space left" if free < LOW_SPACE_BYTES else "could not write the checkpoint"
+        kept = runs.available_steps(run_dir)
+        raise CheckpointWriteError(
+            f"{what} while writing step {step} to {tmp} ({free / 2**20:.0f} MiB free; "
+            f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}); the temporary folder "
+            f"was removed, the last good checkpoint is step {kept[-1] if kept else 'none'}, "
+            "and training resumes from it when rerun"
+        ) from exc
     runs.publish_step(tmp, final)
     return final
 
@@ -461,7 +486,10 @@ def restore(
     """Load the checkpoint in ``folder`` into model, optimizer, data RNG and clock; return its
     step. Its files must match its manifest (:class:`runs.IntegrityError` otherwise); a
     checkpoint written under another configuration or on other data is refused."""
-    runs.verify_manifest(folder, [runs.RESUME_STATE, runs.WEIGHT_FILE, runs.CONFIG_FILE])
+    runs.verify_manifest(
+        folder, [runs.RESUME_STATE, runs.WEIGHT_FILE, runs.CONFIG_FILE, runs.TRAINER_STATE]
+    )
+    runs.verify_step(folder, runs.folder_step(folder))
     try:
         state = torch.load(folder / runs.RESUME_STATE, weights_only=True)
     except Exception as exc:  # noqa: BLE001 - any unreadable state is the same integrity fault
@@ -598,12 +626,24 @@ def train(
     device = resolve_device(cfg.device)  # before anything is written: no GPU, no run folder
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
+    with runs.sole_writer(run_dir):  # a second trainer here would delete this one's files
+        return _train(cfg, run_dir, device, max_steps=max_steps, progress=progress)
+
+
+def _train(
+    cfg: TrainConfig,
+    run_dir: Path,
+    device: torch.device,
+    *,
+    max_steps: int | None,
+    progress: bool,
+) -> dict[str, Any]:
     runs.refuse_diverged(run_dir)  # resuming would diverge again, deterministically
     runs.remove_partial(run_dir)  # a checkpoint a kill interrupted
     _configure_torch(cfg)
     vocab, tokenizer = resolve_vocab(cfg)
-    if tokenizer is not None and not (run_dir / runs.TOKENIZER).is_dir():
-        tokenizer.save_pretrained(run_dir / runs.TOKENIZER)
+    if tokenizer is not None:
+        runs.save_tokenizer(tokenizer, run_dir)
     train_tokens = load_tokens(cfg.train_tokens, vocab.size)
     eval_set = validation_batches(cfg, vocab)
 

@@ -144,8 +144,11 @@ def test_duplicate_checkpoints_are_flagged(decoder_and_encoder_runs, tmp_path):
 
     run = tmp_path / "run"
     shutil.copytree(decoder_and_encoder_runs / "pythia", run)
-    shutil.rmtree(run / "step-4")
-    shutil.copytree(run / "step-2", run / "step-4")  # byte-identical weights at two steps
+    from geolib.models.runs import write_manifest
+
+    # byte-identical weights at two steps, recorded as step 4's (a run that did not move)
+    shutil.copy(run / "step-2" / "model.safetensors", run / "step-4" / "model.safetensors")
+    write_manifest(run / "step-4", 4)
     src, ev = ge.split_windows(np.load(decoder_and_encoder_runs / "val.npy"), 17, 6, 6, seed=0)
     res = ge.analyse_run(
         str(run),

@@ -189,7 +189,7 @@ def test_valid_json_of_the_wrong_shape_raises_the_modules_error(runs, tmp_path):
 def test_a_corrupt_tokenizer_names_the_file(runs, tmp_path):
     run = _copy_run(runs["pythia"], tmp_path / "run")
     (run / "tokenizer" / "tokenizer.json").write_text("{broken")
-    with pytest.raises(CorruptCheckpointError, match=rf"tokenizer in {run / 'tokenizer'}"):
+    with pytest.raises(CorruptCheckpointError, match=r"tokenizer.*tokenizer.json: content changed"):
         load(run, 1)
 
 

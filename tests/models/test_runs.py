@@ -1,6 +1,7 @@
 """The run-directory layout: names, completeness, the resume rule, atomic writes, readers."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -157,3 +158,54 @@ def test_run_info(tmp_path):
     (tmp_path / runs.RUN_INFO).write_text(json.dumps([1, 2]))
     with pytest.raises(ValueError, match="JSON object"):
         runs.read_run_info(tmp_path)
+
+
+def test_sole_writer_refuses_a_second_writer_and_leaves_no_lock(tmp_path):
+    from geolib.models.runs import LOCK, RunLockedError, sole_writer
+
+    with sole_writer(tmp_path):
+        assert (tmp_path / LOCK).read_text().strip() == str(os.getpid())
+        with pytest.raises(
+            RunLockedError, match=rf"{tmp_path} is being written .*pid {os.getpid()}"
+        ):
+            with sole_writer(tmp_path):
+                pass
+    assert not (tmp_path / LOCK).exists()
+    with sole_writer(tmp_path):  # free again
+        pass
+
+
+def test_verify_folder_catches_added_removed_and_edited_files(tmp_path):
+    from geolib.models.runs import IntegrityError, verify_folder, write_manifest
+
+    (tmp_path / "a.json").write_text("{}")
+    (tmp_path / "b.txt").write_text("b")
+    write_manifest(tmp_path)
+    verify_folder(tmp_path)
+    (tmp_path / "c.txt").write_text("new")
+    with pytest.raises(IntegrityError, match=r"\['c.txt'\] are not in its manifest"):
+        verify_folder(tmp_path)
+    (tmp_path / "c.txt").unlink()
+    (tmp_path / "b.txt").write_text("B")
+    with pytest.raises(IntegrityError, match="b.txt: content changed"):
+        verify_folder(tmp_path)
+    (tmp_path / "b.txt").unlink()
+    with pytest.raises(IntegrityError, match="b.txt is missing"):
+        verify_folder(tmp_path)
+
+
+def test_verify_step_reads_manifest_and_trainer_state(tmp_path):
+    import json
+
+    from geolib.models.runs import IntegrityError, verify_step, write_manifest
+
+    folder = tmp_path / "step-4"
+    folder.mkdir()
+    (folder / "trainer_state.json").write_text(json.dumps({"step": 4}))
+    write_manifest(folder)
+    with pytest.raises(IntegrityError, match="records no step"):
+        verify_step(folder, 4)
+    write_manifest(folder, 4)
+    verify_step(folder, 4)
+    with pytest.raises(IntegrityError, match="holds step 4 .* not 5: .* swapped"):
+        verify_step(folder, 5)
