@@ -7,6 +7,7 @@ values and nothing in ``geolib`` reads ``params.yaml`` behind the caller's back.
 from __future__ import annotations
 
 import re
+import reprlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -18,30 +19,78 @@ import yaml
 _SCI_FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
 
 
-def _numbers(value: Any) -> Any:
-    """``value`` with every string that is a YAML 1.2 exponent float (``1e-3``) made a float."""
+#: bounds on what a parameters file may hold: its size, and its values once YAML's aliases are
+#: expanded (a 504-byte "billion laughs" file expands to ~10⁹ values)
+MAX_PARAMS_BYTES = 4 * 2**20
+MAX_PARAMS_VALUES = 1_000_000
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a key given twice in one mapping (DVC refuses it too;
+    PyYAML would keep the last silently)."""
+
+    def construct_mapping(self, node, deep=False):  # noqa: ANN001 - PyYAML's signature
+        seen: dict[Any, Any] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor`: keys given here win
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    "while reading a mapping",
+                    node.start_mark,
+                    f"key {key!r} given twice (first on line {seen[key].line + 1})",
+                    key_node.start_mark,
+                )
+            seen[key] = key_node.start_mark
+        return super().construct_mapping(node, deep=deep)
+
+
+def _numbers(value: Any, budget: list[int]) -> Any:
+    """``value`` with every string that is a YAML 1.2 exponent float (``1e-3``) made a float;
+    ``budget[0]`` counts down the values visited (an error when spent)."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise ValueError(
+            f"more than {MAX_PARAMS_VALUES:,} values once aliases are expanded (an alias bomb?)"
+        )
     if isinstance(value, dict):
-        return {k: _numbers(v) for k, v in value.items()}
+        return {k: _numbers(v, budget) for k, v in value.items()}
     if isinstance(value, list):
-        return [_numbers(v) for v in value]
+        return [_numbers(v, budget) for v in value]
     if isinstance(value, str) and _SCI_FLOAT.fullmatch(value.strip()):
         return float(value)
     return value
 
 
 def load_params(path: str | Path) -> dict[str, Any]:
-    """Read a parameters YAML file into a dict (error naming the file if it is missing, is not
-    valid YAML or is not a mapping). Exponent floats without a dot (``1e-3``) are numbers."""
+    """Read a parameters YAML file into a dict of sections (error naming the file if it is
+    missing, larger than 4 MiB, not valid YAML, gives a key twice, expands past a million values,
+    is not a mapping, or has a section that is not one). Exponent floats without a dot
+    (``1e-3``) are numbers."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"parameters file not found: {path}")
+    if path.stat().st_size > MAX_PARAMS_BYTES:
+        raise ValueError(
+            f"{path}: {path.stat().st_size:,} bytes, more than a parameters file holds"
+        )
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.load(path.read_text(), Loader=_UniqueKeyLoader)  # noqa: S506 - safe loader
     except yaml.YAMLError as exc:
         raise ValueError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a mapping at top level, got {type(data).__name__}")
-    return _numbers(data)
+    for name, value in data.items():
+        if not isinstance(value, dict):
+            raise ValueError(
+                f"{path}: section {name!r} must be a mapping, got {type(value).__name__} "
+                f"{reprlib.repr(value)}"
+            )
+    try:
+        return _numbers(data, [MAX_PARAMS_VALUES])
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
 
 
 def section(data: Mapping[str, Any], name: str, path: str | Path) -> dict[str, Any]:

@@ -466,6 +466,28 @@ def faults(base: Path, scratch: Path) -> dict[str, Callable[[], str]]:
             out_of_vocabulary, ">= vocab_size"
         ),
         "common.device: cuda on a machine without a GPU": cuda_without_gpu,
+        "params: a section given twice (DVC refuses it)": lambda: bad_params(
+            "stage:\n  a: 1\nstage:\n  a: 2\n", "'stage' given twice"
+        ),
+        "params: a 504-byte alias bomb": lambda: bad_params(
+            "stage:\n  l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
+            + "".join(f"  l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]\n" for i in range(1, 9)),
+            "alias bomb",
+        ),
+        "params: a list where a section is due": lambda: bad_params(
+            "stage: {a: 1}\ncommon: [1, 2]\n", "'common' must be a mapping"
+        ),
+        "TrainConfig model: null": lambda: expect_error(
+            lambda: __import__("geolib.models.train").models.train.TrainConfig.from_params(
+                {"vocab_size": 64, "tokenizer": None, "model": None}
+            ),
+            ValueError,
+            "TrainConfig.model",
+        ),
+        "TrainConfig total_steps '1e400'": lambda: train_config(total_steps="1e400"),
+        "TrainConfig warmup_steps above total_steps": lambda: train_config(
+            warmup_steps=2000, total_steps=1000
+        ),
     }
 
 

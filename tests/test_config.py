@@ -62,10 +62,10 @@ def test_repository_profiles_only_override_existing_keys():
 def test_bad_sections_and_yaml_name_the_file_and_section(tmp_path):
     path = tmp_path / "p.yaml"
     for text, message in (
-        ("s:\n", "section 's' must be a non-empty mapping, got a NoneType"),
-        ("s: 3\n", "section 's' must be a non-empty mapping, got a int"),
+        ("s:\n", "section 's' must be a mapping, got NoneType"),
+        ("s: 3\n", "section 's' must be a mapping, got int"),
         ("s: {}\n", "section 's' must be a non-empty mapping, got empty"),
-        ("s: {a: 1}\ncommon: [1]\n", "section 'common' must be a non-empty mapping"),
+        ("s: {a: 1}\ncommon: [1]\n", "section 'common' must be a mapping"),
     ):
         path.write_text(text)
         with pytest.raises(ValueError, match=f"{path}: {message}"):
@@ -101,3 +101,48 @@ def test_checked_number():
     assert checked_flag("f", False) is False
     with pytest.raises(ValueError, match="f must be true or false"):
         checked_flag("f", "no")
+
+
+def _write(tmp_path, text: str):
+    path = tmp_path / "params.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_a_key_given_twice_is_refused_as_dvc_refuses_it(tmp_path):
+    path = _write(tmp_path, "common:\n  seed: 0\nstage:\n  a: 1\ncommon:\n  seed: 3\n")
+    with pytest.raises(ValueError, match=r"key 'common' given twice \(first on line 1\)"):
+        load_params(path)
+    nested = _write(tmp_path, "stage:\n  a: 1\n  b: 2\n  a: 3\n")
+    with pytest.raises(ValueError, match="key 'a' given twice"):
+        load_params(nested)
+
+
+def test_an_alias_bomb_is_refused_quickly(tmp_path):
+    lines = ['x:\n  l0: &l0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]\n']
+    for i in range(1, 9):
+        refs = ", ".join([f"*l{i - 1}"] * 9)
+        lines.append(f"  l{i}: &l{i} [{refs}]\n")
+    path = _write(tmp_path, "".join(lines))
+    assert path.stat().st_size < 1000  # ~10⁹ values once expanded
+    with pytest.raises(ValueError, match="alias bomb"):
+        load_params(path)
+    # the anchors params.yaml itself uses still work
+    ok = _write(tmp_path, "a: &a\n  k: 1e-3\nb:\n  <<: *a\n  j: 2\n")
+    assert load_params(ok)["b"] == {"k": 0.001, "j": 2}
+
+
+def test_a_section_that_is_not_a_mapping_is_named(tmp_path):
+    for text, what in (
+        ("stage: [1, 2]\n", "list"),
+        ("stage:\n", "NoneType"),
+        ("stage: 3\n", "int"),
+    ):
+        with pytest.raises(ValueError, match=rf"section 'stage' must be a mapping, got {what}"):
+            load_params(_write(tmp_path, text))
+
+
+def test_a_huge_file_is_refused_before_it_is_parsed(tmp_path):
+    path = _write(tmp_path, "stage:\n  a: 1\n" + "#" * (4 * 2**20) + "\n")
+    with pytest.raises(ValueError, match="more than a parameters file holds"):
+        load_params(path)

@@ -8,6 +8,8 @@ from pathlib import Path
 from geolib.models.families import ModelConfig
 from geolib.models.train import TrainConfig, train
 
+OLD_WARMUP = 50
+
 
 def train_tiny(
     run_dir: Path,
@@ -25,6 +27,12 @@ def train_tiny(
     """Train a 16-wide model of ``family`` into ``run_dir`` (batch 4 × 16 tokens); ``overrides``
     are further ``TrainConfig`` fields (``mask_prob``, ``optimizer``, ``lr`` …); ``max_steps``
     stops early (a simulated kill), as in :func:`geolib.models.train.train`."""
+    if "warmup_steps" not in overrides and total_steps < OLD_WARMUP:
+        # the schedule these fixtures were made with (a 50-step warmup over fewer steps: the
+        # rate rises by peak/50 a step), said now as a warmup over the whole run, since a
+        # warmup longer than the run is refused; the same rates, so the same runs
+        peak = overrides.get("lr", TrainConfig.lr)
+        overrides.update(warmup_steps=total_steps, lr=peak * total_steps / OLD_WARMUP)
     cfg = TrainConfig(
         model=ModelConfig(
             family=family, d_model=16, n_layers=n_layers, n_heads=2, d_ff=32, context=16

@@ -39,7 +39,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from geolib.config import deep_update, load_params
+from geolib.config import checked_number, deep_update, load_params
 from geolib.models.train import TrainConfig, lr_at, train
 from geolib.stage import add_jobs_option
 
@@ -152,8 +152,12 @@ def point_config(params: Mapping[str, Any], point: Point) -> TrainConfig:
     section, ``sweep.base``, the size's model, then the point's factors."""
     sweep = params["sweep"]
     base = dict(sweep["base"])
-    budget, warmup = int(base.pop("token_budget")), float(base.pop("warmup_fraction"))
-    log_max = int(base.pop("checkpoint_log_max"))
+    w = "sweep.base."
+    budget = checked_number(w + "token_budget", base.pop("token_budget"), int, low=1)
+    warmup = checked_number(
+        w + "warmup_fraction", base.pop("warmup_fraction"), float, low=0, high=1
+    )
+    log_max = checked_number(w + "checkpoint_log_max", base.pop("checkpoint_log_max"), int, low=0)
     if point.size not in sweep["sizes"]:
         raise KeyError(f"sweep.sizes has no size {point.size!r}")
     names = {f.name for f in fields(TrainConfig)}

@@ -128,6 +128,11 @@ class TrainConfig:
         }  # fmt: skip
         for name, low in ints.items():
             setattr(self, name, checked_number(w + name, getattr(self, name), int, low=low))
+        if self.warmup_steps > self.total_steps:
+            raise ValueError(
+                f"{w}warmup_steps ({self.warmup_steps}) exceeds total_steps ({self.total_steps}): "
+                "the learning rate would never reach its peak"
+            )
         for name, low in (("vocab_size", 2), ("mask_token_id", 0), ("num_threads", 1)):
             value = checked_number(w + name, getattr(self, name), int, low=low, optional=True)
             setattr(self, name, value)
@@ -162,7 +167,13 @@ class TrainConfig:
         if unknown:
             raise KeyError(f"unknown training parameters {unknown}; known: {sorted(known)}")
         params = dict(params)
-        model = dict(params.pop("model", {}))
+        model = params.pop("model", {})
+        if not isinstance(model, dict):
+            raise ValueError(
+                f"TrainConfig.model must be a mapping of the model's keys (family, d_model, …), "
+                f"got {type(model).__name__} {model!r}"
+            )
+        model = dict(model)
         model.setdefault("context", params.get("seq_len", cls.seq_len))
         return cls(model=ModelConfig.from_dict(model), **params)
 

@@ -67,6 +67,8 @@ def runs(tmp_path_factory):
             batch_size=4,
             seq_len=16,
             total_steps=6,
+            warmup_steps=6,  # the rates of a 50-step warmup (longer than the run is refused)
+            lr=TrainConfig.lr * 6 / 50,
             checkpoint_every=5,
             log_max=2,
         )
