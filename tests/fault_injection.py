@@ -400,6 +400,34 @@ def faults(base: Path, scratch: Path) -> dict[str, Callable[[], str]]:
             return CAUGHT  # not injectable where a GPU exists
         return expect_error(lambda: resolve_device("cuda"), DeviceUnavailableError, "no CUDA")
 
+    def other_thread_count() -> str:
+        """A finished run rerun with another thread count (another GEOLIB_JOBS): nothing to
+        compute, so nothing refused and nothing rewritten; an unfinished one is refused with
+        advice that keeps it (resume with its thread count), every file left as it was."""
+        from tests.tiny import tree_hashes
+
+        run = copy()
+        before = tree_hashes(run)
+        try:
+            _resume_tiny_with(run, num_threads=1)
+        except Exception:  # noqa: BLE001 - classified
+            return RAW
+        if tree_hashes(run) != before:
+            return SILENT
+        stopped = copy(partial)
+        before = tree_hashes(stopped)
+        outcome = expect_error(
+            lambda: _resume_tiny_with(stopped, num_threads=1), ValueError, "resume it with the same"
+        )
+        return RECOVERED if outcome == CAUGHT and tree_hashes(stopped) == before else outcome
+
+    def _resume_tiny_with(run: Path, **cfg) -> Path:
+        from tests.tiny import train_tiny
+
+        return train_tiny(
+            run, tokenizer=root / "tokenizer", train_tokens=root / "train.npy", **TINY, **cfg
+        )
+
     def train_config(**bad):
         from geolib.models.train import TrainConfig
 
@@ -466,6 +494,7 @@ def faults(base: Path, scratch: Path) -> dict[str, Callable[[], str]]:
             out_of_vocabulary, ">= vocab_size"
         ),
         "common.device: cuda on a machine without a GPU": cuda_without_gpu,
+        "a run rerun with another thread count (GEOLIB_JOBS)": other_thread_count,
         "params: a section given twice (DVC refuses it)": lambda: bad_params(
             "stage:\n  a: 1\nstage:\n  a: 2\n", "'stage' given twice"
         ),

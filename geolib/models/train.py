@@ -491,6 +491,31 @@ def resume_state(
     }
 
 
+#: configuration keys that say where and on how many threads a run computes, not what: a
+#: finished run is the same run whatever they are now (nothing is computed again)
+EXECUTION_KEYS = ("num_threads", "device")
+
+
+def _identity_advice(run_dir: Path, diff: list[str], was: dict, finished: bool) -> str:
+    """The refusal of a run directory that holds another configuration, with advice that
+    keeps the work in it."""
+    kept = "It is left as it is (nothing was deleted)."
+    if set(diff) <= set(EXECUTION_KEYS):
+        started = ", ".join(f"{k}={was.get(k)!r}" for k in diff)
+        return (
+            f"{run_dir} holds an unfinished run started with {started}: resume it with the same "
+            f"setting (num_threads: GEOLIB_JOBS such that cores ÷ jobs = "
+            f"{was.get('num_threads')}), so that it stays bitwise the run an uninterrupted one "
+            f"would be. {kept}"
+        )
+    state = "finished" if finished else "unfinished"
+    return (
+        f"{run_dir} holds a {state} run with another configuration (differs in {diff}). {kept} "
+        f"To train this configuration, give it another run directory, or move this one aside "
+        f"(mv {run_dir} {run_dir}.old) and rerun"
+    )
+
+
 def restore(
     folder: Path, cfg: TrainConfig, model, optimizer, rng, clock: Clock, data: dict[str, str]
 ) -> int:
@@ -507,10 +532,9 @@ def restore(
         raise runs.IntegrityError(f"{folder / runs.RESUME_STATE} cannot be read: {exc}") from exc
     if state["config"] != cfg.to_dict():
         diff = sorted(k for k in state["config"] if state["config"][k] != cfg.to_dict().get(k))
-        raise ValueError(
-            f"{folder.parent} holds a run with another configuration (differs in {diff}); "
-            "use a fresh run directory"
-        )
+        finished = int(state["step"]) == cfg.total_steps
+        if not (finished and set(diff) <= set(EXECUTION_KEYS)):
+            raise ValueError(_identity_advice(folder.parent, diff, state["config"], finished))
     if state.get("data_sha256") != data:
         changed = sorted(k for k in data if (state.get("data_sha256") or {}).get(k) != data[k])
         raise ValueError(
@@ -671,6 +695,8 @@ def _train(
     clock = Clock()
     data = data_hashes(cfg)
     resumed = resume(run_dir, cfg, model, optimizer, rng, clock, data)
+    if resumed == cfg.total_steps and (run_dir / runs.RUN_INFO).is_file():
+        return runs.read_run_info(run_dir)  # finished: its record stays as it was written
     start = 0 if resumed is None else resumed
     rows = runs.metric_rows(run_dir, upto=start) if resumed is not None else []
     ckpt_steps = set(checkpoint_steps(cfg.total_steps, cfg.checkpoint_every, cfg.log_max))
