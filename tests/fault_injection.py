@@ -422,11 +422,17 @@ def faults(base: Path, scratch: Path) -> dict[str, Callable[[], str]]:
         return RECOVERED if outcome == CAUGHT and tree_hashes(stopped) == before else outcome
 
     def _resume_tiny_with(run: Path, **cfg) -> Path:
+        import torch
+
         from tests.tiny import train_tiny
 
-        return train_tiny(
-            run, tokenizer=root / "tokenizer", train_tokens=root / "train.npy", **TINY, **cfg
-        )
+        threads = torch.get_num_threads()  # training sets it: later runs must not inherit it
+        try:
+            return train_tiny(
+                run, tokenizer=root / "tokenizer", train_tokens=root / "train.npy", **TINY, **cfg
+            )
+        finally:
+            torch.set_num_threads(threads)
 
     def train_config(**bad):
         from geolib.models.train import TrainConfig
