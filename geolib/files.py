@@ -24,7 +24,7 @@ def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
-def _atomic(path: str | Path, write: Callable[[Path], Any]) -> Path:
+def write_atomic(path: str | Path, write: Callable[[Path], Any]) -> Path:
     """``write(tmp)`` then rename ``tmp`` onto ``path`` (the temporary keeps the suffix, which
     some writers, e.g. ``np.savez``, insist on); the temporary is removed if ``write`` fails."""
     path = Path(path)
@@ -39,7 +39,7 @@ def _atomic(path: str | Path, write: Callable[[Path], Any]) -> Path:
 
 def write_text_atomic(path: str | Path, text: str) -> Path:
     """Write ``text`` to ``path`` through a temporary file and a rename (never half-written)."""
-    return _atomic(path, lambda tmp: tmp.write_text(text))
+    return write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
 def write_json(path: str | Path, obj: Any, **dumps: Any) -> Path:
@@ -49,14 +49,14 @@ def write_json(path: str | Path, obj: Any, **dumps: Any) -> Path:
 
 def write_csv(path: str | Path, frame: Any, **to_csv: Any) -> Path:
     """A pandas DataFrame through ``frame.to_csv(tmp, **to_csv)``, atomically."""
-    return _atomic(path, lambda tmp: frame.to_csv(tmp, **to_csv))
+    return write_atomic(path, lambda tmp: frame.to_csv(tmp, **to_csv))
 
 
 def write_npz(path: str | Path, **arrays: Any) -> Path:
     """``np.savez`` of ``arrays``, atomically."""
     import numpy as np
 
-    return _atomic(path, lambda tmp: np.savez(tmp, **arrays))
+    return write_atomic(path, lambda tmp: np.savez(tmp, **arrays))
 
 
 def write_table(path: str | Path, frame: Any) -> Path:

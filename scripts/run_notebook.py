@@ -23,6 +23,7 @@ import papermill as pm
 import yaml
 
 from geolib.config import stage_params
+from geolib.files import write_text_atomic
 from geolib.report.book import present
 from geolib.report.outputs import check_overrides, stage_outputs
 
@@ -62,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     # as the book shows it: code folded, the claim abstract under the title (geolib.report.book)
     nb = present(json.loads(executed.read_text()), out.claims)
-    executed.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+    write_text_atomic(executed, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
     if out.exploring:
         print(f"exploration ({args.params}, overrides {overrides}): outputs in {out.root}/")
     return 0

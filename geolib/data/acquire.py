@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from geolib.files import sha256_file
+from geolib.files import sha256_file, write_text_atomic
 
 #: Registries this module can fetch from, with the client each one uses.
 REGISTRIES = {"pypi": "pip download", "apt": "apt-get download", "npm": "npm pack"}
@@ -187,7 +187,7 @@ def fetch_artifact(
         "bytes": artifact.stat().st_size,
         "sha256": digest,
     }
-    manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
+    write_text_atomic(manifest_path, json.dumps(manifest, indent=2) + "\n")
     return {**manifest, "cached": False}
 
 

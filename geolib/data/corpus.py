@@ -37,6 +37,7 @@ from typing import Any
 from geolib.data.acquire import fetch_artifact, read_members, slug
 from geolib.data.rdata import read_r_lazyload
 from geolib.data.text import DEFAULT_HEADING, clean_text, segment_text
+from geolib.files import write_text_atomic
 
 #: Split names, in the order they are assigned from the unit interval.
 SPLITS = ("train", "validation", "test")
@@ -447,7 +448,7 @@ def write_datasheet(sheet: Mapping[str, Any], out_dir: str | Path) -> tuple[Path
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     json_path, md_path = out_dir / "datasheet.json", out_dir / "datasheet.md"
-    json_path.write_text(json.dumps(sheet, indent=2, ensure_ascii=False) + "\n")
+    write_text_atomic(json_path, json.dumps(sheet, indent=2, ensure_ascii=False) + "\n")
     lines = [
         f"# Datasheet: {sheet['title']}",
         "",
@@ -475,7 +476,7 @@ def write_datasheet(sheet: Mapping[str, Any], out_dir: str | Path) -> tuple[Path
         lines.append("")
     lines += ["## Origins", ""]
     lines += [f"- **{s['title']}**: {' '.join(s['origin'].split())}" for s in sheet["sources"]]
-    md_path.write_text("\n".join(lines) + "\n")
+    write_text_atomic(md_path, "\n".join(lines) + "\n")
     return json_path, md_path
 
 
@@ -540,7 +541,7 @@ def prepare_hub_corpus(
         log(f"{domain}: {len(docs)} documents")
     sheet = {"title": "hub corpus", "generated_by": "prepare_hub_corpus", "seed": seed}
     sheet["domains"] = sheet_domains
-    (out_dir / "datasheet.json").write_text(json.dumps(sheet, indent=2) + "\n")
+    write_text_atomic(out_dir / "datasheet.json", json.dumps(sheet, indent=2) + "\n")
     return sheet
 
 

@@ -33,6 +33,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, 
 
 from geolib.data.corpus import corpus_splits, read_jsonl
 from geolib.data.tokens import save_tokens, token_dtype, token_frequencies, write_token_freq
+from geolib.files import write_text_atomic
 
 EOS = "<|endoftext|>"
 PAD = "<|padding|>"
@@ -201,7 +202,7 @@ def encode_corpus(
                 counts = token_frequencies(ids, vocab)
                 id_to_token = [tok.id_to_token(i) for i in range(vocab)]
                 write_token_freq(freq_path, counts, id_to_token)
-    (tokens_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    write_text_atomic(tokens_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
     return summary
 
 

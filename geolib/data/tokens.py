@@ -5,17 +5,20 @@ separated by the end-of-text id): ``uint16`` when the vocabulary fits (≤ 65,53
 Pythia's), ``uint32`` otherwise (OLMo-2's 100k, Llama-3's 128k), the dtype in the ``.npy``
 header. Written by :mod:`geolib.data.tokenizer` and :mod:`geolib.models.pretrained`, read by
 every stage through :func:`load_tokens` (the one reader, which validates).
-``data/corpus/token_freq.csv`` lists every id's count. numpy and the standard library only:
+``data/corpus/token_freq.csv`` lists every id's count. numpy, the standard library and files:
 reading a token array imports no acquisition or corpus code.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+
+from geolib.files import write_text_atomic
 
 TOKEN_DTYPE = np.uint16
 #: what a token file may hold: the narrowest that fits the vocabulary
@@ -97,14 +100,14 @@ def write_token_freq(path: str | Path, counts: np.ndarray, tokens: Sequence[str]
     if len(tokens) != len(counts):
         raise ValueError(f"{len(tokens)} token strings for {len(counts)} counts")
     order = np.lexsort((np.arange(len(counts)), -counts))
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["token_id", "token", "count"])
+    for i in order:
+        writer.writerow([int(i), tokens[i], int(counts[i])])
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8", newline="") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(["token_id", "token", "count"])
-        for i in order:
-            writer.writerow([int(i), tokens[i], int(counts[i])])
-    return path
+    return write_text_atomic(path, out.getvalue())
 
 
 def read_token_freq(path: str | Path) -> tuple[np.ndarray, np.ndarray, list[str]]:

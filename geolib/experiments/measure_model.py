@@ -47,7 +47,7 @@ from tqdm.auto import tqdm
 
 from geolib.data.corpus import corpus_splits
 from geolib.data.windows import model_batch, split_windows
-from geolib.files import write_csv, write_json
+from geolib.files import write_atomic, write_csv, write_json
 from geolib.measure.metrics import (
     StreamingCovariance,
     effective_rank,
@@ -440,7 +440,7 @@ def profiles_figure(results: list[Measured], path: Path) -> None:
     axes[0].legend(fontsize=7, title="revision", title_fontsize=7)
     fig.suptitle(results[0].rows[0]["model"], fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=120, metadata={"Software": None})
+    write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=120, metadata={"Software": None}))
     plt.close(fig)
 
 

@@ -29,7 +29,7 @@ import numpy as np
 from geolib.data.acquire import fetch_artifact, read_members, slug
 from geolib.data.corpus import corpus_splits, read_jsonl
 from geolib.data.tokens import save_tokens
-from geolib.files import sha256_file
+from geolib.files import sha256_file, write_text_atomic
 from geolib.models.device import resolve_device
 from geolib.stage import stage
 
@@ -131,7 +131,9 @@ def run_stage(p: Mapping[str, Any]) -> dict[str, Any]:
         tokens = encode_domain(files[split], tokenizer, int(p["max_tokens"]))
         save_tokens(out / "tokens" / f"{domain}.npy", tokens, len(tokenizer))
         sheet["tokens"][domain] = {"split": split, "tokens": int(tokens.size)}
-    (out / "datasheet.json").write_text(json.dumps(sheet, indent=2, ensure_ascii=False) + "\n")
+    write_text_atomic(
+        out / "datasheet.json", json.dumps(sheet, indent=2, ensure_ascii=False) + "\n"
+    )
     return sheet
 
 

@@ -50,6 +50,7 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy import stats
 
+from geolib.files import write_text_atomic
 from geolib.measure import validate as check
 from geolib.measure.stats import interval, t_quantile
 from geolib.report.markup import checked_name, plain
@@ -543,7 +544,7 @@ def write_trends(path: str | Path, rows: Iterable[TrendRow]) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps([asdict(r) for r in rows], indent=2, sort_keys=True, ensure_ascii=False)
-    path.write_text(text + "\n")
+    write_text_atomic(path, text + "\n")
     return path
 
 
@@ -694,7 +695,7 @@ def write_claims(path: str | Path, claims: list[Claim]) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     rows = [asdict(c) for c in sorted(claims, key=lambda c: c.claim_id)]
-    path.write_text(json.dumps(rows, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    write_text_atomic(path, json.dumps(rows, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
     return path
 
 
@@ -784,7 +785,7 @@ def main(argv: list[str] | None = None) -> int:
         argv = argv[:i] + argv[i + 2 :]
     out, files = Path(argv[0]), argv[1:]
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(claims_markdown(read_claims(files), trends))
+    write_text_atomic(out, claims_markdown(read_claims(files), trends))
     return 0
 
 

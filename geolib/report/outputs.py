@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from geolib.files import write_text_atomic
+
 #: Exploration runs go here (git-ignored, not a DVC out).
 EXPLORE = Path("explore")
 
@@ -132,7 +134,7 @@ def stage_outputs(
             folder.mkdir(parents=True, exist_ok=True)
         if out.exploring:
             text = json.dumps(recorded, sort_keys=True, indent=2, default=str)
-            (out.root / "overrides.json").write_text(text + "\n")
+            write_text_atomic(out.root / "overrides.json", text + "\n")
         if params_path is not None:
             from geolib.report.provenance import stage_record, write_stage_record
 

@@ -14,6 +14,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
+from geolib.files import write_atomic
+
 #: Colour-blind-safe palette used by every figure.
 PALETTE = sns.color_palette("colorblind")
 
@@ -41,8 +43,8 @@ def savefig(fig: plt.Figure, stem: str | Path) -> list[Path]:
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     png, svg = stem.with_suffix(".png"), stem.with_suffix(".svg")
-    fig.savefig(png, metadata={"Software": None})
-    fig.savefig(svg, metadata={"Date": None, "Creator": None})
+    write_atomic(png, lambda tmp: fig.savefig(tmp, metadata={"Software": None}))
+    write_atomic(svg, lambda tmp: fig.savefig(tmp, metadata={"Date": None, "Creator": None}))
     return [png, svg]
 
 

@@ -31,7 +31,7 @@ from typing import Any
 import yaml
 
 from geolib.config import load_params, stage_params
-from geolib.files import sha256_file
+from geolib.files import sha256_file, write_text_atomic
 
 STAGE_RECORD = "_stage.provenance.json"
 SUFFIX = ".provenance.json"
@@ -146,7 +146,7 @@ def write_stage_record(folder: str | Path, record: Mapping[str, Any]) -> Path:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / STAGE_RECORD
-    path.write_text(json.dumps(record, indent=1, sort_keys=True, default=str) + "\n")
+    write_text_atomic(path, json.dumps(record, indent=1, sort_keys=True, default=str) + "\n")
     return path
 
 
@@ -164,7 +164,7 @@ def record_figure(stem: str | Path, files: list[Path]) -> dict[str, Any]:
     record["figure"] = stem.name
     record["files"] = {Path(f).name: sha256_file(f) for f in files}
     path = stem.with_name(stem.name + SUFFIX)
-    path.write_text(json.dumps(record, indent=1, sort_keys=True, default=str) + "\n")
+    write_text_atomic(path, json.dumps(record, indent=1, sort_keys=True, default=str) + "\n")
     return record
 
 
