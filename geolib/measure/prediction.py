@@ -122,6 +122,23 @@ def r2_gaps(
     return pd.DataFrame([r2_gap(table, o, worse=worse, **bootstrap) for o in outcomes])
 
 
+def one_row_per_point(table: pd.DataFrame, names: Sequence[str], source: str) -> pd.DataFrame:
+    """``table`` if it holds exactly one row per sweep point of ``names`` (column ``name``);
+    otherwise an error naming ``source`` and the points missing, extra or repeated: a table cut
+    short by a full disk still parses, and would pass for a smaller sweep."""
+    got = list(table["name"]) if "name" in table.columns else []
+    missing = sorted(set(names) - set(got))
+    extra = sorted(set(got) - set(names))
+    repeated = sorted({n for n in got if got.count(n) > 1})
+    if missing or extra or repeated:
+        raise ValueError(
+            f"{source}: {len(got)} rows for {len(names)} sweep points; missing {missing[:5]}"
+            f"{'…' if len(missing) > 5 else ''}, not in the sweep {extra[:5]}, repeated "
+            f"{repeated[:5]} (cut short, or from another sweep: rerun its stage)"
+        )
+    return table
+
+
 def join_per_model(
     models: pd.DataFrame, rows: pd.DataFrame, names: Sequence[str], source: str
 ) -> pd.DataFrame:

@@ -93,3 +93,17 @@ def test_a_row_whose_statistic_is_mostly_undefined_says_so_instead_of_failing():
     assert "spearman: statistic undefined in" in got["note"]
     with pytest.raises(ValueError, match="undefined must be"):
         interval(spearman, table["tied"], table["ood"], n_boot=200, undefined="drop")
+
+
+def test_one_row_per_point_refuses_a_cut_or_foreign_table():
+    from geolib.measure.prediction import one_row_per_point
+
+    names = ["a", "b", "c"]
+    full = pd.DataFrame({"name": names, "x": [1, 2, 3]})
+    assert one_row_per_point(full, names, "models.csv") is full
+    with pytest.raises(ValueError, match=r"models.csv: 2 rows for 3 sweep points; missing \['c'\]"):
+        one_row_per_point(full.iloc[:2], names, "models.csv")
+    with pytest.raises(ValueError, match=r"repeated \['a'\]"):
+        one_row_per_point(pd.concat([full, full.iloc[:1]]), names, "models.csv")
+    with pytest.raises(ValueError, match=r"not in the sweep \['z'\]"):
+        one_row_per_point(full.assign(name=["a", "b", "z"]), names, "models.csv")
