@@ -388,8 +388,9 @@ def main(argv: list[str] | None = None) -> int:
         check_grid(params)  # every point trainable at its budget, before anything runs
         if args.cells:
             print("\n".join(cells([p.name for p in expand(params["sweep"])])))
-        for p in [] if args.cells else expand(params["sweep"]):
-            print(p.name if args.bare else f"    - {p.name}")
+        else:
+            for p in expand(params["sweep"]):
+                print(p.name if args.bare else f"    - {p.name}")
     elif args.design == "sweep" and args.command == "train-cell":
         train_cell(args.params, args.cell, jobs=args.jobs, log=lambda m: print(m, file=sys.stderr))
     elif args.design == "sweep":

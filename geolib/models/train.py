@@ -717,6 +717,7 @@ def _train(
         checkpoint(0, None, None)
 
     stop = cfg.total_steps if max_steps is None else min(cfg.total_steps, max_steps)
+    limit = divergence_threshold(vocab.size)
     bar = tqdm(
         total=cfg.total_steps, initial=start, disable=not progress, unit="step", dynamic_ncols=True
     )
@@ -726,7 +727,7 @@ def _train(
             lr = lr_at(step, cfg)
             inputs, targets = make_batch(train_tokens, rng, cfg, vocab)
             loss = train_step(model, optimizer, inputs, targets, cfg, lr, device)
-            if not loss <= (limit := divergence_threshold(vocab.size)):  # NaN fails too
+            if not loss <= limit:  # NaN fails too
                 runs.write_metrics(run_dir, rows)
                 runs.write_diverged(run_dir, {"step": step, "loss": loss, "threshold": limit})
                 raise runs.DivergedRunError(

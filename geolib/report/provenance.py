@@ -32,6 +32,7 @@ import yaml
 
 from geolib.config import load_params, stage_params
 from geolib.files import sha256_file, write_text_atomic
+from geolib.report.outputs import is_default_params
 
 STAGE_RECORD = "_stage.provenance.json"
 SUFFIX = ".provenance.json"
@@ -76,8 +77,13 @@ def git_state(root: str | Path = ".") -> dict[str, Any]:
         changed = [line[3:] for line in git("status", "--porcelain").splitlines()]
         changed = [p for p in changed if p not in RUN_WRITTEN]
     except (OSError, subprocess.CalledProcessError):
-        return {"commit": None, "dirty": None, "changed": []}
-    return {"commit": commit, "dirty": bool(changed), "changed": changed[:20]}
+        return {"commit": None, "dirty": None, "changed": [], "n_changed": 0}
+    return {
+        "commit": commit,
+        "dirty": bool(changed),
+        "changed": changed[:20],
+        "n_changed": len(changed),
+    }
 
 
 def stage_spec(stage: str, dvc_yaml: str | Path = "dvc.yaml") -> dict[str, Any]:
@@ -103,11 +109,20 @@ def stage_parameters(
     return out
 
 
-def reproduce_command(stage: str, overrides: Mapping[str, Any]) -> str:
-    if not overrides:
+def reproduce_command(
+    stage: str, overrides: Mapping[str, Any], params_path: str | Path | None = None
+) -> str:
+    """``dvc repro <stage>`` for the pipeline's own run; the runner's command line for an
+    exploration (overrides, or another parameters file than ``params.yaml``)."""
+    foreign = params_path is not None and not is_default_params(params_path)
+    if not overrides and not foreign:
         return f"dvc repro {stage}"
-    text = json.dumps(dict(overrides), sort_keys=True, default=str)
-    return f"python scripts/run_notebook.py {stage} -y '{text}'"
+    command = f"python scripts/run_notebook.py {stage}"
+    if foreign:
+        command += f" --params {params_path}"
+    if overrides:
+        command += f" -y '{json.dumps(dict(overrides), sort_keys=True, default=str)}'"
+    return command
 
 
 def stage_record(
@@ -138,7 +153,8 @@ def stage_record(
         "inputs": {d: tree_hash(Path(root) / d) for d in spec["deps"]},
         "versions": {"python": platform.python_version(), **versions},
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "reproduce": reproduce_command(stage, overrides),
+        "reproduce": reproduce_command(stage, overrides, params_path),
+        "exploration": bool(overrides) or not is_default_params(params_path),
     }
 
 
@@ -175,9 +191,10 @@ def caption_html(record: Mapping[str, Any]) -> str:
     commit = (git.get("commit") or "no git")[:7]
     if git.get("dirty"):  # say which code differs from the commit
         changed = list(git.get("changed") or [])
-        more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+        total = int(git.get("n_changed", len(changed)))  # ``changed`` keeps the first 20
+        more = f" and {total - 3} more" if total > 3 else ""
         commit += f" + uncommitted changes to {', '.join(changed[:3])}{more}"
-    explore = " · exploration" if record.get("overrides") else ""
+    explore = " · exploration" if record.get("exploration", record.get("overrides")) else ""
     return (
         '<div class="provenance"><small>'
         f"stage <code>{record['stage']}</code> · commit <code>{html.escape(commit)}</code> · "

@@ -44,7 +44,7 @@ def test_stage_record_holds_what_made_the_chapter(repo):
     assert r["params"] == {"demo": {"seed": 0, "n": 5}, "other": {"k": [1, 2]}}
     assert r["params_sha256"] == pv.params_hash(r["params"])
     head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout
-    assert r["git"] == {"commit": head.strip(), "dirty": False, "changed": []}
+    assert r["git"] == {"commit": head.strip(), "dirty": False, "changed": [], "n_changed": 0}
     assert r["inputs"]["data/in.csv"] == sha256_file("data/in.csv")
     assert len(r["inputs"]["data/folder"]) == 64
     assert r["versions"]["numpy"] and r["date"]
@@ -120,6 +120,7 @@ def test_the_lock_file_a_run_rewrites_is_not_dirty_code_is_and_is_named(repo):
         "commit": pv.git_state(repo)["commit"],
         "dirty": False,
         "changed": [],
+        "n_changed": 0,
     }
     (repo / "code.py").write_text("x = 2\n")
     for i in range(4):
@@ -130,3 +131,22 @@ def test_the_lock_file_a_run_rewrites_is_not_dirty_code_is_and_is_named(repo):
     line = pv.caption_html(record)
     assert f"{state['commit'][:7]} + uncommitted changes to code.py, new0.py, new1.py" in line
     assert "and 2 more</code>" in line
+    for i in range(4, 30):  # more than the 20 paths a record keeps: the count stays true
+        (repo / f"new{i}.py").write_text("")
+    state = pv.git_state(repo)
+    assert len(state["changed"]) == 20 and state["n_changed"] == 31
+    assert "and 28 more</code>" in pv.caption_html({**record, "git": state})
+
+
+def test_another_parameters_file_is_an_exploration_with_its_own_command(tmp_path):
+    from geolib.report.provenance import reproduce_command
+
+    assert reproduce_command("corpus", {}) == "dvc repro corpus"
+    assert reproduce_command("corpus", {}, "params.yaml") == "dvc repro corpus"
+    other = tmp_path / "other.yaml"
+    assert reproduce_command("corpus", {}, other) == (
+        f"python scripts/run_notebook.py corpus --params {other}"
+    )
+    assert reproduce_command("corpus", {"a": 1}, other) == (
+        f"python scripts/run_notebook.py corpus --params {other} -y '{{\"a\": 1}}'"
+    )
