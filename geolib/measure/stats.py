@@ -254,12 +254,8 @@ def zipf_bootstrap(
         raise ValueError(f"method must be 'basic' or 'percentile', got {method!r}")
     if not 0 < level < 1 or n_boot < 2:
         raise ValueError(f"need 0 < level < 1 and n_boot >= 2, got {level=}, {n_boot=}")
-    rng = np.random.default_rng(seed)
-    n_docs = doc_counts.shape[0]
-    slopes = np.empty(n_boot)
-    for b in range(n_boot):
-        weights = np.bincount(rng.integers(0, n_docs, n_docs), minlength=n_docs)
-        slopes[b] = zipf_fit(weights @ doc_counts, rank_min, rank_max)["slope"]
+    weights = bootstrap_weights(doc_counts.shape[0], n_boot, seed).astype(np.int64)
+    slopes = np.array([zipf_fit(w @ doc_counts, rank_min, rank_max)["slope"] for w in weights])
     point = zipf_fit(doc_counts.sum(axis=0), rank_min, rank_max)
     q_lo, q_hi = np.quantile(slopes, [(1 - level) / 2, (1 + level) / 2])
     s = point["slope"]

@@ -379,3 +379,17 @@ def test_a_vectorized_statistic_gives_the_interval_of_the_looped_one():
         stats_module.spearman_along, x, y, n_boot=300, seed=1, vectorized=True
     )
     assert (vec.low, vec.high) == pytest.approx((looped.low, looped.high), rel=1e-9)
+
+
+def test_zipf_bootstrap_resamples_documents_as_a_loop_of_draws_would():
+    """The one bootstrap (bootstrap_weights) gives the slopes a loop of per-resample draws
+    from the same seed gives."""
+    rng = np.random.default_rng(3)
+    docs = rng.poisson(rng.zipf(1.5, 300) % 40 + 0.5, (60, 300))
+    got = stats_module.zipf_bootstrap(docs, n_boot=40, seed=7, rank_min=1, rank_max=200)
+    draw, slopes = np.random.default_rng(7), []
+    for _ in range(40):
+        w = np.bincount(draw.integers(0, 60, 60), minlength=60)
+        slopes.append(stats_module.zipf_fit(w @ docs, 1, 200)["slope"])
+    assert got["boot_mean"] == float(np.mean(slopes))
+    assert got["boot_sd"] == float(np.std(slopes, ddof=1))
