@@ -5,7 +5,8 @@
 For the index and every chapter page: the page is served from 127.0.0.1, Chromium loads it
 with all other hosts unresolvable, and the check fails if the browser asked for anything not
 on the local server (from Chromium's net log), if any local request failed (404), or if math
-was left untypeset (every ``.math`` element must contain a MathJax ``mjx-container``).
+was left untypeset (every ``.math`` element must contain a MathJax ``mjx-container``), or if the
+page wrote an error to its console (an uncaught exception, a script that failed to load).
 Chapter pages are also read as a reader sees them (:func:`reader_problems`): no visible code
 cell before the first prose under the title, a provenance line under every figure, and every
 table's download link pointing at a file the book ships. Needs Debian's ``chromium`` package.
@@ -35,7 +36,12 @@ CHROMIUM_FLAGS = [
     "--disable-sync",
     "--disable-default-apps",
     "--virtual-time-budget=15000",
+    "--enable-logging=stderr",  # the page's console, as "…:CONSOLE:N] "message", source: url"
+    "--v=0",
 ]
+#: a console line of Chromium's log, and what in its message makes it an error
+_CONSOLE = re.compile(r':CONSOLE[:(]\d+\)?\] "(.*)", source: (\S*)')
+_ERROR = re.compile(r"Uncaught|Error|error|Failed|failed")
 
 
 class _Server(http.server.ThreadingHTTPServer):
@@ -106,12 +112,21 @@ def reader_problems(dom: str, page: Path, root: Path) -> list[str]:
     return problems
 
 
+def console_errors(log: str) -> list[str]:
+    """The error messages the page wrote to its console (uncaught exceptions, failed loads),
+    from Chromium's stderr log."""
+    found = (_CONSOLE.search(line) for line in log.splitlines())
+    return [f"{m.group(1)} ({m.group(2)})" for m in found if m and _ERROR.search(m.group(1))]
+
+
 def check_page(chromium: str, url: str, origin: str, workdir: Path, root: Path) -> list[str]:
     netlog = workdir / "netlog.json"
     cmd = [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={workdir / 'profile'}",
            f"--log-net-log={netlog}", "--dump-dom", url]  # fmt: skip
-    dom = subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    dom = done.stdout
     problems = [f"external request: {u}" for u in external_requests(netlog, origin)]
+    problems += [f"console error: {m}" for m in console_errors(done.stderr)]
     n_math = len(re.findall(r'class="math[ "]', dom))
     n_rendered = len(re.findall(r"<mjx-container", dom))
     if n_rendered < n_math:
@@ -157,7 +172,8 @@ def main(argv: list[str]) -> int:
         return 1
     print(
         f"book reads offline: {len(pages)} pages, no external requests, all math typeset; "
-        "chapters open with prose, every figure has its provenance, every table link resolves"
+        "no console errors; chapters open with prose, every figure has its provenance, every "
+        "table link resolves"
     )
     return 0
 

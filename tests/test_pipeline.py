@@ -718,3 +718,53 @@ def test_no_file_under_a_stage_output_is_tracked_by_git():
         ["git", "ls-files", "--", *outs], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout.split()
     assert not tracked, f"git tracks files inside stage outputs: {tracked}"
+
+
+def test_check_book_reads_console_errors_from_chromiums_log():
+    check_book = _load_script("check_book")
+    log = (
+        '[1:1:1203/023145.704555:INFO:CONSOLE:1] "Uncaught SyntaxError: Identifier '
+        "'THEBE_JS_URL' has already been declared\", source: http://127.0.0.1:9/intro.html (1)\n"
+        '[1:1:1203/023145.722389:INFO:CONSOLE:3] "MathJax ready", source: http://x/a.js (3)\n'
+        "[1:1:1203/023145.8:WARNING:other.cc(9)] not a console line\n"
+    )
+    errors = check_book.console_errors(log)
+    assert errors == [
+        "Uncaught SyntaxError: Identifier 'THEBE_JS_URL' has already been declared "
+        "(http://127.0.0.1:9/intro.html)"
+    ]
+
+
+def test_the_book_extension_keeps_each_script_once():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "dedupe", ROOT / "book" / "_ext" / "dedupe_scripts.py"
+    )
+    dedupe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(dedupe)
+
+    class Script(str):  # Sphinx's JavaScript entries: a str (the file) with attributes
+        def __new__(cls, filename, **attributes):
+            self = super().__new__(cls, filename)
+            self.attributes = attributes
+            return self
+
+    inline = Script("", body='const THEBE_JS_URL = "x"')
+    context = {
+        "script_files": [
+            Script("a.js"),
+            inline,
+            Script("b.js"),
+            Script("", body='const THEBE_JS_URL = "x"'),
+            Script("a.js"),
+            Script("", body="other"),
+        ]
+    }
+    dedupe._dedupe(None, "intro", "page.html", context, None)
+    assert [(str(s), s.attributes.get("body", "")) for s in context["script_files"]] == [
+        ("a.js", ""),
+        ("", 'const THEBE_JS_URL = "x"'),
+        ("b.js", ""),
+        ("", "other"),
+    ]
