@@ -18,7 +18,9 @@ def _dedupe(app: Any, pagename: str, templatename: str, context: dict, doctree: 
         return
     seen, kept = set(), []
     for script in scripts:
-        key = (str(script), getattr(script, "attributes", {}).get("body", ""))
+        # Sphinx's entries: ``filename`` (None or "" for an inline body) and ``attributes``
+        name = getattr(script, "filename", script) or ""
+        key = (str(name), tuple(sorted(getattr(script, "attributes", {}).items())))
         if key not in seen:
             seen.add(key)
             kept.append(script)
