@@ -24,11 +24,32 @@ def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
+def atomic_tmp(path: str | Path) -> Path:
+    """The temporary a write of ``path`` goes through: ``.<stem>.tmp<suffix>`` beside it (the
+    suffix kept, which some writers, e.g. ``np.savez``, insist on)."""
+    path = Path(path)
+    return path.with_name(f".{path.stem}.tmp{path.suffix}")
+
+
+def atomic_target(path: str | Path) -> Path | None:
+    """The file whose atomic write ``path`` is the temporary of (:func:`atomic_tmp`), or None."""
+    path = Path(path)
+    name = path.name
+    if not name.startswith(".") or ".tmp" not in name:
+        return None
+    stem, _, suffix = name[1:].rpartition(".tmp")
+    return (
+        path.with_name(stem + suffix)
+        if stem and atomic_tmp(path.with_name(stem + suffix)) == path
+        else None
+    )
+
+
 def write_atomic(path: str | Path, write: Callable[[Path], Any]) -> Path:
     """``write(tmp)`` then rename ``tmp`` onto ``path`` (the temporary keeps the suffix, which
     some writers, e.g. ``np.savez``, insist on); the temporary is removed if ``write`` fails."""
     path = Path(path)
-    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
+    tmp = atomic_tmp(path)
     try:
         write(tmp)
         os.replace(tmp, path)

@@ -23,6 +23,8 @@ from typing import Any
 
 import yaml
 
+from geolib.files import atomic_target
+
 #: Reads a stage may make without declaring them, each with its reason.
 EXEMPT_READS: dict[str, tuple[str, ...]] = {
     # The book renders the executed chapters; depending on them would rerun it on every run
@@ -75,6 +77,9 @@ def undeclared_io(records: Iterable[Mapping[str, Any]], stages: Mapping[str, Any
             problems.add(f"{name}: not a stage of dvc.yaml (opened {path})")
             continue
         outs = [_path(o) for o in stage.get("outs", [])]
+        target = atomic_target(path)  # the temporary of an atomic write (geolib.files)
+        if target is not None and _under(target.as_posix(), outs):
+            continue
         if write:
             if not _under(path, outs):
                 problems.add(f"stage {name!r} writes {path}, which is not under its outs")

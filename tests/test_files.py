@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -55,3 +56,12 @@ def test_write_table_is_the_house_csv_format(tmp_path):
     frame = pd.DataFrame({"x": [1 / 3, 2e-9], "n": [1, 2]})
     write_table(tmp_path / "t.csv", frame)
     assert (tmp_path / "t.csv").read_text() == "x,n\n0.333333,1\n2e-09,2\n"
+
+
+def test_atomic_tmp_and_target_are_inverse():
+    from geolib.files import atomic_target, atomic_tmp
+
+    for p in ("data/claims/a.json", "book/chapters/c.ipynb", "x/noext", "a/b.tar.gz"):
+        assert atomic_target(atomic_tmp(p)) == Path(p)
+    assert atomic_target("data/claims/a.json") is None
+    assert atomic_target("data/.hidden.json") is None

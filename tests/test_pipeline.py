@@ -297,6 +297,7 @@ def test_io_check_flags_undeclared_reads_and_writes():
         {"stage": "book", "path": "book/chapters/a.ipynb", "write": False},  # stated exemption
         {"stage": "run@p1", "path": "runs/p1/w.bin", "write": True},  # a foreach expansion
         {"stage": "run@p1", "path": "data/in/f.csv", "write": False},
+        {"stage": "a", "path": "book/.x.tmp.ipynb", "write": True},  # an atomic write of an out
     ]
     assert check.undeclared_io(ok, stages) == []
     bad = [
@@ -304,11 +305,13 @@ def test_io_check_flags_undeclared_reads_and_writes():
         {"stage": "a", "path": "data/in/f.csv", "write": True},  # writing a dep
         {"stage": "b", "path": "x", "write": False},
         {"stage": "run@p1", "path": "runs/p2/w.bin", "write": True},  # another point's out
+        {"stage": "a", "path": "book/.y.tmp.ipynb", "write": True},  # the temporary of a non-out
     ]
     problems = check.undeclared_io(bad, stages)
     assert problems == [
         "b: not a stage of dvc.yaml (opened x)",
         "stage 'a' reads data/inside.csv, which is not among its deps",
+        "stage 'a' writes book/.y.tmp.ipynb, which is not under its outs",
         "stage 'a' writes data/in/f.csv, which is not under its outs",
         "stage 'run@p1' writes runs/p2/w.bin, which is not under its outs",
     ]
