@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import os
 from pathlib import Path
 
 import pytest
@@ -27,6 +25,7 @@ from geolib.models.families import ModelConfig, build_model, quiet_progress
 from geolib.models.train import TrainConfig, checkpoint_steps, train
 from tests.tiny import tiny_corpus
 
+ROOT = Path(__file__).resolve().parents[2]
 V = 48
 SPECIALS = ["<eos>", "<pad>", "[MASK]"]
 
@@ -214,26 +213,15 @@ def test_a_mistyped_local_run_is_not_sent_to_the_hub(runs, tmp_path, monkeypatch
 
 
 def make_hub_cache(cache: Path, repo_id: str, revisions: dict[str, Path]) -> dict[str, str]:
-    """Lay out ``revisions`` (name → folder) as the Hugging Face cache does:
-    ``models--org--name/{blobs/<sha256>, snapshots/<commit>/<file> → blob, refs/<revision>}``;
-    ``main`` points at the last revision. Returns revision → commit."""
-    repo = cache / f"models--{repo_id.replace('/', '--')}"
-    (repo / "refs").mkdir(parents=True)
-    (repo / "blobs").mkdir()
-    commits = {}
-    for rev, src in revisions.items():
-        commit = hashlib.sha1(f"{repo_id}@{rev}".encode()).hexdigest()
-        snapshot = repo / "snapshots" / commit
-        snapshot.mkdir(parents=True)
-        for f in sorted(src.iterdir()):
-            data = f.read_bytes()
-            blob = repo / "blobs" / hashlib.sha256(data).hexdigest()
-            blob.write_bytes(data)
-            (snapshot / f.name).symlink_to(os.path.relpath(blob, snapshot))
-        (repo / "refs" / rev).write_text(commit)
-        commits[rev] = commit
-    (repo / "refs" / "main").write_text(commits[list(revisions)[-1]])
-    return commits
+    """Lay out ``revisions`` (name → folder) as the Hugging Face cache does (the rehearsal's
+    writer, ``scripts/fake_hub.py``); ``main`` points at the last revision. Returns revision →
+    commit."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fake_hub", ROOT / "scripts" / "fake_hub.py")
+    fake_hub = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fake_hub)
+    return fake_hub.write_repo(cache, repo_id, revisions)
 
 
 @pytest.fixture
