@@ -40,8 +40,9 @@ CHROMIUM_FLAGS = [
     "--v=0",
 ]
 #: a console line of Chromium's log, and what in its message makes it an error
-_CONSOLE = re.compile(r':CONSOLE[:(]\d+\)?\] "(.*)", source: (\S*)')
-_ERROR = re.compile(r"Uncaught|Error|error|Failed|failed")
+_CONSOLE = re.compile(r':CONSOLE[:(]\d+\)?\] "(.*)", source: (\S*)', re.DOTALL)
+_START = re.compile(r":CONSOLE[:(]\d+\)?\] \"")
+_ERROR = re.compile(r"Uncaught|Error|error|Failed|failed|Refused|Exception")
 
 
 class _Server(http.server.ThreadingHTTPServer):
@@ -115,8 +116,18 @@ def reader_problems(dom: str, page: Path, root: Path) -> list[str]:
 def console_errors(log: str) -> list[str]:
     """The error messages the page wrote to its console (uncaught exceptions, failed loads),
     from Chromium's stderr log."""
-    found = (_CONSOLE.search(line) for line in log.splitlines())
-    return [f"{m.group(1)} ({m.group(2)})" for m in found if m and _ERROR.search(m.group(1))]
+    entries: list[str] = []  # one per console message; a message may span lines (a stack)
+    for line in log.splitlines():
+        if _START.search(line):
+            entries.append(line)
+        elif entries and not _CONSOLE.search(entries[-1]):
+            entries[-1] += "\n" + line
+    found = (_CONSOLE.search(e) for e in entries)
+    return [
+        f"{m.group(1).splitlines()[0]} ({m.group(2)})"
+        for m in found
+        if m and _ERROR.search(m.group(1))
+    ]
 
 
 def check_page(chromium: str, url: str, origin: str, workdir: Path, root: Path) -> list[str]:

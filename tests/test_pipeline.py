@@ -730,11 +730,17 @@ def test_check_book_reads_console_errors_from_chromiums_log():
         "'THEBE_JS_URL' has already been declared\", source: http://127.0.0.1:9/intro.html (1)\n"
         '[1:1:1203/023145.722389:INFO:CONSOLE:3] "MathJax ready", source: http://x/a.js (3)\n'
         "[1:1:1203/023145.8:WARNING:other.cc(9)] not a console line\n"
+        '[1:1:1203/023146.1:INFO:CONSOLE:7] "TypeError: x is undefined\n'
+        '    at f (http://x/b.js:7:3)", source: http://x/b.js (7)\n'
+        "[1:1:1203/023146.2:INFO:CONSOLE:1] \"Refused to execute script from 'http://x/c' "
+        'because its MIME type", source: http://x/p.html (1)\n'
     )
     errors = check_book.console_errors(log)
     assert errors == [
         "Uncaught SyntaxError: Identifier 'THEBE_JS_URL' has already been declared "
-        "(http://127.0.0.1:9/intro.html)"
+        "(http://127.0.0.1:9/intro.html)",
+        "TypeError: x is undefined (http://x/b.js)",  # a message over several lines
+        "Refused to execute script from 'http://x/c' because its MIME type (http://x/p.html)",
     ]
 
 
