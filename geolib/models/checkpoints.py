@@ -21,6 +21,7 @@ file's structure intact (flipped bytes, an edited header) is refused too.
 from __future__ import annotations
 
 import json
+import numbers
 import os
 import re
 import struct
@@ -469,12 +470,12 @@ def revision_step(revision: str | int) -> int:
     """The training step a checkpoint label names; ``-1`` for a released model's ``"main"`` or
     ``"final"``. Any other form is an error naming it: never a number guessed from its digits
     (OLMo's ``step20000-tokens84B`` is step 20000, not 2000084)."""
-    if isinstance(revision, bool) or not isinstance(revision, int | str):
+    if isinstance(revision, bool) or not isinstance(revision, numbers.Integral | str):
         raise TypeError(f"a revision is an int or a str, got {revision!r}")
-    if isinstance(revision, int):
+    if isinstance(revision, numbers.Integral):  # numpy's integers too (a step read from a table)
         if revision < 0:
             raise ValueError(f"negative step {revision}")
-        return revision
+        return int(revision)
     if revision in RELEASED:
         return -1
     m = _REVISION.fullmatch(revision)

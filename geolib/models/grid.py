@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from geolib.config import checked_number, deep_update, load_params
+from geolib.models import runs
 from geolib.models.train import TrainConfig, lr_at, train
 from geolib.stage import add_jobs_option
 
@@ -253,19 +254,31 @@ def check_grid(params: Mapping[str, Any]) -> list[TrainConfig]:
     return [point_config(params, p) for p in expand(params["sweep"])]
 
 
-def train_point(params_path: str | Path, name: str, *, jobs: int = 1) -> dict[str, Any]:
+def train_point(
+    params_path: str | Path, name: str, *, jobs: int = 1, supersede_into: str | None = None
+) -> dict[str, Any]:
     """Train the sweep point ``name`` into :func:`point_dir` (resuming if interrupted, nothing
-    if finished); return its ``run.json``. ``jobs`` parallel runs share the cores."""
+    if finished); return its ``run.json``. ``jobs`` parallel runs share the cores;
+    ``supersede_into`` as in :func:`geolib.models.train.train`."""
     params = load_params(params_path)
     names = check_points_listed(params["sweep"])
     if name not in names:
         raise KeyError(f"{name!r} is not a point of the sweep; points: {names}")
     cfg = point_config(params, Point.from_name(name))
     cfg.num_threads = threads_for(jobs)
-    return train(cfg, point_dir(params["sweep"], name), progress=False)
+    return train(
+        cfg, point_dir(params["sweep"], name), progress=False, supersede_into=supersede_into
+    )
 
 
-def train_cell(params_path: str | Path, cell: str, *, jobs: int = 1, log=print) -> list[str]:
+def train_cell(
+    params_path: str | Path,
+    cell: str,
+    *,
+    jobs: int = 1,
+    log=print,
+    supersede_into: str | None = None,
+) -> list[str]:
     """Train every point of ``cell`` (stage ``sweep_train@<cell>``), one after another, each
     as :func:`train_point`; return the points' names."""
     groups = check_cells_listed(load_params(params_path)["sweep"])
@@ -273,7 +286,7 @@ def train_cell(params_path: str | Path, cell: str, *, jobs: int = 1, log=print) 
         raise KeyError(f"{cell!r} is not a cell of the sweep; cells: {list(groups)}")
     for name in groups[cell]:
         t0 = time.perf_counter()
-        train_point(params_path, name, jobs=jobs)
+        train_point(params_path, name, jobs=jobs, supersede_into=supersede_into)
         log(f"{name}: trained in {time.perf_counter() - t0:.0f} s")
     return groups[cell]
 
@@ -353,11 +366,13 @@ def saturation_run(params: Mapping[str, Any], name: str) -> tuple[TrainConfig, P
     return saturation_config(params, Run.from_name(name)), Path(spec["run_root"]) / name
 
 
-def train_saturation_run(params_path: str | Path, name: str) -> dict[str, Any]:
+def train_saturation_run(
+    params_path: str | Path, name: str, supersede_into: str | None = None
+) -> dict[str, Any]:
     """Train ``name`` into ``<run_root>/<name>`` (resuming; nothing if finished); its
     ``run.json``."""
     cfg, run_dir = saturation_run(load_params(params_path), name)
-    return train(cfg, run_dir, progress=False)
+    return train(cfg, run_dir, progress=False, supersede_into=supersede_into)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -374,14 +389,17 @@ def main(argv: list[str] | None = None) -> int:
     train_one = sweep_cmd.add_parser("train", help="train one point (a cluster job, by hand)")
     train_one.add_argument("point")
     add_jobs_option(train_one)
+    runs.add_supersede_option(train_one)
     cell = sweep_cmd.add_parser("train-cell", help="train a cell's points (stage sweep_train@CELL)")
     cell.add_argument("cell")
     add_jobs_option(cell)
+    runs.add_supersede_option(cell)
     sat = design.add_parser("saturation", help="the saturation runs (claim B6)")
     sat_cmd = sat.add_subparsers(dest="command", required=True)
     sat_cmd.add_parser("names", help="print the runs of the design")
     sat_train = sat_cmd.add_parser("train", help="train one run (stage saturation_train@NAME)")
     sat_train.add_argument("name")
+    runs.add_supersede_option(sat_train)
     args = parser.parse_args(argv)
     params = load_params(args.params)
     if args.design == "sweep" and args.command == "points":
@@ -392,16 +410,22 @@ def main(argv: list[str] | None = None) -> int:
             for p in expand(params["sweep"]):
                 print(p.name if args.bare else f"    - {p.name}")
     elif args.design == "sweep" and args.command == "train-cell":
-        train_cell(args.params, args.cell, jobs=args.jobs, log=lambda m: print(m, file=sys.stderr))
+        train_cell(
+            args.params,
+            args.cell,
+            jobs=args.jobs,
+            log=lambda m: print(m, file=sys.stderr),
+            supersede_into=args.supersede_into,
+        )
     elif args.design == "sweep":
         t0 = time.perf_counter()
-        train_point(args.params, args.point, jobs=args.jobs)
+        train_point(args.params, args.point, jobs=args.jobs, supersede_into=args.supersede_into)
         print(f"{args.point}: trained in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     elif args.command == "names":
         print("\n".join(r.name for r in saturation_runs(params["saturation"])))
     else:
         t0 = time.perf_counter()
-        train_saturation_run(args.params, args.name)
+        train_saturation_run(args.params, args.name, supersede_into=args.supersede_into)
         print(f"{args.name}: trained in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     return 0
 

@@ -29,6 +29,7 @@ from typing import Any
 from torch import nn
 
 from geolib.config import load_params
+from geolib.models import runs
 from geolib.models.families import ModelConfig, build_model
 from geolib.models.runs import read_run_info
 from geolib.models.train import TrainConfig, params_to_config, train
@@ -104,13 +105,14 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("names", help="print the rungs")
     one = sub.add_parser("train", help="train one rung (stage ladder_train@NAME)")
     one.add_argument("name")
+    runs.add_supersede_option(one)
     args = parser.parse_args(argv)
     if args.command == "names":
         print("\n".join(check_listed(load_params(args.params))))
         return 0
     t0 = time.perf_counter()
     cfg, run_dir = rung(args.params, args.name)
-    train(cfg, run_dir, progress=False)
+    train(cfg, run_dir, progress=False, supersede_into=args.supersede_into)
     print(f"{args.name}: trained in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     return 0
 

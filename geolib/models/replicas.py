@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from geolib.config import load_params
+from geolib.models import runs
 from geolib.models.runs import is_run_dir, read_run_info
 from geolib.models.train import TrainConfig, params_to_config, train
 
@@ -107,13 +108,14 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("names", help="print the replicates")
     one = sub.add_parser("train", help="train one replicate (stage train_replica@NAME)")
     one.add_argument("name")
+    runs.add_supersede_option(one)
     args = parser.parse_args(argv)
     if args.command == "names":
         print("\n".join(check_listed(load_params(args.params))))
         return 0
     t0 = time.perf_counter()
     cfg, run_dir = replica(args.params, args.name)
-    train(cfg, run_dir, progress=False)
+    train(cfg, run_dir, progress=False, supersede_into=args.supersede_into)
     print(f"{args.name}: trained in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     return 0
 

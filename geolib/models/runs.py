@@ -23,6 +23,7 @@ notebooks read ``metrics.csv``/``run.json`` through here.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import csv
 import fcntl
@@ -32,6 +33,7 @@ import os
 import re
 import shutil
 import sys
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -216,17 +218,26 @@ def sole_writer(run_dir: str | Path) -> Iterator[None]:
     first one's temporary checkpoints. The kernel releases the lock if the holder dies, so a
     killed run leaves no lock behind (at most an unlocked, harmless ``.lock`` file)."""
     path = Path(run_dir) / LOCK
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            os.close(fd)
             raise RunLockedError(
                 f"{run_dir} is being written by another process (pid {holder}, holding "
                 f"{path}); wait for it to finish or stop it, then rerun: this run resumes "
                 "from its last checkpoint"
             ) from None
+        try:  # the holder may have finished and unlinked the file we opened: lock the new one
+            same = os.fstat(fd).st_ino == os.stat(path).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+    try:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         try:
@@ -235,6 +246,34 @@ def sole_writer(run_dir: str | Path) -> Iterator[None]:
             path.unlink(missing_ok=True)  # a finished run leaves no lock file
     finally:
         os.close(fd)
+
+
+def set_aside(run_dir: str | Path, into: str | Path) -> Path:
+    """Move everything in ``run_dir`` but its lock into a new folder
+    ``into/<parent>.<name>-<UTC time>`` and return that folder: a run another one replaces is
+    kept, not deleted."""
+    run_dir = Path(run_dir)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    base = Path(into) / f"{run_dir.resolve().parent.name}.{run_dir.name}-{stamp}"
+    target, n = base, 1
+    while target.exists():
+        target, n = base.with_name(f"{base.name}-{n}"), n + 1
+    target.mkdir(parents=True)
+    for child in sorted(run_dir.iterdir()):
+        if child.name != LOCK:
+            shutil.move(str(child), str(target / child.name))
+    return target
+
+
+def add_supersede_option(parser: argparse.ArgumentParser) -> None:
+    """``--supersede-into DIR`` on a training command line (see :func:`set_aside`)."""
+    parser.add_argument(
+        "--supersede-into",
+        default=None,
+        metavar="DIR",
+        help="move a run directory that holds another run (other configuration, data or "
+        "training code, or none that can resume) into DIR and train afresh, instead of refusing",
+    )
 
 
 def verify_folder(folder: str | Path) -> None:
@@ -396,10 +435,9 @@ def read_run_info(run_dir: str | Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m geolib.models.runs manifest RUN_DIR``: record manifests for the checkpoints of a
-    run written before manifests existed (the files are accepted as they are now)."""
-    import argparse
-
+    """``python -m geolib.models.runs manifest RUN_DIR``: record manifests for the checkpoints and
+    the tokenizer of a run written before manifests existed (the files are accepted as they are
+    now)."""
     parser = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])
     parser.add_argument("command", choices=["manifest"])
     parser.add_argument("run_dir")
@@ -414,6 +452,10 @@ def main(argv: list[str] | None = None) -> int:
                 folder / MANIFEST, json.dumps({"sha256": hashes, "step": step}, indent=1) + "\n"
             )
             print(f"step {step}: step recorded in the manifest")
+    tokenizer = Path(args.run_dir) / TOKENIZER
+    if tokenizer.is_dir() and not (tokenizer / MANIFEST).is_file():
+        write_manifest(tokenizer)
+        print(f"{TOKENIZER}: manifest written")
     return 0
 
 

@@ -25,8 +25,8 @@ import argparse
 import ctypes
 import json
 import math
+import os
 import platform
-import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -41,7 +41,6 @@ from tqdm.auto import tqdm
 from geolib.config import checked_number
 from geolib.data.tokens import load_tokens
 from geolib.data.windows import IGNORE_INDEX, mask_tokens, sample_windows
-from geolib.files import sha256_file
 from geolib.models import runs
 from geolib.models.device import resolve_device
 from geolib.models.families import (
@@ -49,7 +48,15 @@ from geolib.models.families import (
     build_model,
     count_params,
     matmul_params,
-    quiet_progress,
+)
+from geolib.models.resume import (
+    Clock,
+    code_hashes,
+    data_hashes,
+    resume,
+    resume_state,
+    save_checkpoint,
+    superseded_reason,
 )
 
 SCHEDULES = ("cosine", "linear", "constant")
@@ -300,58 +307,6 @@ def lm_loss_sum(
     return F.cross_entropy(model.cls(hidden[keep]), targets[keep], reduction="sum")
 
 
-# ----------------------------------------------------------------------------- checkpoints
-
-
-class CheckpointWriteError(OSError):
-    """A checkpoint could not be written (disk full, most often); the run keeps its last good
-    checkpoint and resumes from it once there is room."""
-
-
-#: below this much free space, a failed write is reported as a full disk
-LOW_SPACE_BYTES = 64 * 2**20
-
-
-def save_checkpoint(run_dir: Path, model, step: int, info: dict, resume_state: dict) -> Path:
-    """Write ``step-N`` (weights, ``trainer_state.json``, ``train_state.pt``, a manifest with
-    the step) into ``step-N.tmp``, then rename it into place. A failed write (a full disk
-    raises torch's ``enforce fail at inline_container.cc`` or ``OSError``) removes the
-    temporary folder and raises :class:`CheckpointWriteError` naming the step and the path; the
-    checkpoints before it are untouched."""
-    final = runs.step_dir(run_dir, step)
-    tmp = final.with_name(final.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        with quiet_progress():  # "Writing model shards" at every checkpoint is noise
-            model.save_pretrained(tmp)
-        (tmp / runs.TRAINER_STATE).write_text(json.dumps(info, indent=1) + "\n")
-        torch.save(resume_state, tmp / runs.RESUME_STATE)
-        runs.write_manifest(tmp, step)
-    except (OSError, RuntimeError) as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
-        free = shutil.disk_usage(run_dir).free
-        what = "no space left" if free < LOW_SPACE_BYTES else "could not write the checkpoint"
-        kept = runs.available_steps(run_dir)
-        raise CheckpointWriteError(
-            f"{what} while writing step {step} to {tmp} ({free / 2**20:.0f} MiB free; "
-            f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}); the temporary folder "
-            f"was removed, the last good checkpoint is step {kept[-1] if kept else 'none'}, "
-            "and training resumes from it when rerun"
-        ) from exc
-    runs.publish_step(tmp, final)
-    return final
-
-
-def load_weights(model, directory: Path) -> None:
-    """Load ``save_pretrained`` weights into ``model`` in place (through ``from_pretrained``,
-    which undoes the key renaming ``transformers`` applies on save, e.g. ``embed_out``)."""
-    with quiet_progress():
-        loaded = type(model).from_pretrained(
-            directory, attn_implementation="eager", dtype=torch.float32
-        )
-    model.load_state_dict(loaded.state_dict(), strict=True)
-
-
 # ----------------------------------------------------------------------------- loop
 
 
@@ -431,6 +386,8 @@ def keep_freed_memory() -> bool:
 
 
 def _configure_torch(cfg: TrainConfig) -> None:
+    if torch.device(cfg.device).type == "cuda":  # cuBLAS is deterministic only with this
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.use_deterministic_algorithms(True, warn_only=True)
     if torch.device(cfg.device).type == "cpu":
         keep_freed_memory()
@@ -447,139 +404,6 @@ def validation_batches(cfg: TrainConfig, vocab: Vocab) -> list[tuple[np.ndarray,
     rng = np.random.default_rng([cfg.seed, 1])
     micro = replace(cfg, batch_size=cfg.batch_size // cfg.grad_accum, grad_accum=1)
     return [make_batch(tokens, rng, micro, vocab) for _ in range(cfg.eval_batches)]
-
-
-@dataclass
-class Clock:
-    """Seconds spent in training steps (``train_s``) and in all (``wall_s``), across resumes."""
-
-    train_s: float = 0.0
-    wall_s: float = 0.0
-    since: float = field(default_factory=time.perf_counter)
-
-    def lap(self) -> None:
-        """Add the wall time since the last lap."""
-        now = time.perf_counter()
-        self.wall_s, self.since = self.wall_s + now - self.since, now
-
-
-def data_hashes(cfg: TrainConfig) -> dict[str, str]:
-    """SHA-256 of the token files a run reads: a run is tied to its data, not to its paths."""
-    files = {"train_tokens": cfg.train_tokens, "val_tokens": cfg.val_tokens}
-    return {k: sha256_file(v) for k, v in files.items() if v is not None}
-
-
-class ResumeError(RuntimeError):
-    """A run directory cannot be resumed (the message says what to delete)."""
-
-
-def resume_state(
-    step: int, cfg: TrainConfig, optimizer, rng, clock: Clock, data: dict[str, str]
-) -> dict[str, Any]:
-    """Everything besides the weights that an exact resume after ``step`` needs."""
-    cuda = torch.device(cfg.device).type == "cuda"
-    return {
-        "step": step,
-        "config": cfg.to_dict(),
-        "data_sha256": data,
-        "optimizer": optimizer.state_dict(),
-        "data_rng": rng.bit_generator.state,
-        "torch_rng": torch.get_rng_state(),
-        "cuda_rng": torch.cuda.get_rng_state() if cuda else None,
-        "wall_s": clock.wall_s,
-        "train_s": clock.train_s,
-    }
-
-
-#: configuration keys that say where and on how many threads a run computes, not what: a
-#: finished run is the same run whatever they are now (nothing is computed again)
-EXECUTION_KEYS = ("num_threads", "device")
-
-
-def _identity_advice(run_dir: Path, diff: list[str], was: dict, finished: bool) -> str:
-    """The refusal of a run directory that holds another configuration, with advice that
-    keeps the work in it."""
-    kept = "It is left as it is (nothing was deleted)."
-    if set(diff) <= set(EXECUTION_KEYS):
-        started = ", ".join(f"{k}={was.get(k)!r}" for k in diff)
-        return (
-            f"{run_dir} holds an unfinished run started with {started}: resume it with the same "
-            f"setting (num_threads: GEOLIB_JOBS such that cores ÷ jobs = "
-            f"{was.get('num_threads')}), so that it stays bitwise the run an uninterrupted one "
-            f"would be. {kept}"
-        )
-    state = "finished" if finished else "unfinished"
-    return (
-        f"{run_dir} holds a {state} run with another configuration (differs in {diff}). {kept} "
-        f"To train this configuration, give it another run directory, or move this one aside "
-        f"(mv {run_dir} {run_dir}.old) and rerun"
-    )
-
-
-def restore(
-    folder: Path, cfg: TrainConfig, model, optimizer, rng, clock: Clock, data: dict[str, str]
-) -> int:
-    """Load the checkpoint in ``folder`` into model, optimizer, data RNG and clock; return its
-    step. Its files must match its manifest (:class:`runs.IntegrityError` otherwise); a
-    checkpoint written under another configuration or on other data is refused."""
-    runs.verify_manifest(
-        folder, [runs.RESUME_STATE, runs.WEIGHT_FILE, runs.CONFIG_FILE, runs.TRAINER_STATE]
-    )
-    runs.verify_step(folder, runs.folder_step(folder))
-    try:
-        state = torch.load(folder / runs.RESUME_STATE, weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - any unreadable state is the same integrity fault
-        raise runs.IntegrityError(f"{folder / runs.RESUME_STATE} cannot be read: {exc}") from exc
-    if state["config"] != cfg.to_dict():
-        diff = sorted(k for k in state["config"] if state["config"][k] != cfg.to_dict().get(k))
-        finished = int(state["step"]) == cfg.total_steps
-        if not (finished and set(diff) <= set(EXECUTION_KEYS)):
-            raise ValueError(_identity_advice(folder.parent, diff, state["config"], finished))
-    if state.get("data_sha256") != data:
-        changed = sorted(k for k in data if (state.get("data_sha256") or {}).get(k) != data[k])
-        raise ValueError(
-            f"{folder.parent} was trained on other data: the content of {changed} "
-            f"({', '.join(str(getattr(cfg, k)) for k in changed)}) changed since the run began; "
-            "use a fresh run directory"
-        )
-    load_weights(model, folder)
-    optimizer.load_state_dict(state["optimizer"])
-    rng.bit_generator.state = state["data_rng"]
-    torch.set_rng_state(state["torch_rng"])
-    if torch.device(cfg.device).type == "cuda" and state.get("cuda_rng") is not None:
-        torch.cuda.set_rng_state(state["cuda_rng"])
-    clock.train_s, clock.wall_s = state["train_s"], state["wall_s"]
-    return int(state["step"])
-
-
-def resume(
-    run_dir: Path, cfg: TrainConfig, model, optimizer, rng, clock: Clock, data: dict[str, str]
-) -> int | None:
-    """Restore the newest intact resumable checkpoint of ``run_dir`` and return its step
-    (``None`` for a fresh run). A damaged one is skipped with a note, and the checkpoints after
-    the one used are removed (training recomputes them, bitwise the same); if none is intact,
-    :class:`ResumeError` says what to delete."""
-    candidates = runs.resumable(run_dir)
-    problems = []
-    for folder in candidates:
-        try:
-            step = restore(folder, cfg, model, optimizer, rng, clock, data)
-        except runs.IntegrityError as exc:
-            problems.append(str(exc))
-            print(f"cannot resume from {folder.name}: {exc}", file=sys.stderr)
-            continue
-        for later, path in runs.step_dirs(run_dir).items():
-            if later > step:
-                shutil.rmtree(path)
-                print(f"removed {path.name} (after the checkpoint resumed from)", file=sys.stderr)
-        return step
-    if candidates:
-        raise ResumeError(
-            f"no checkpoint of {run_dir} can resume: " + "; ".join(problems) + ". Training "
-            f"is deterministic: delete the run directory (rm -r {run_dir}) to retrain it from "
-            "step 0, which rewrites the same checkpoints"
-        )
-    return None
 
 
 def metric_row(
@@ -650,6 +474,7 @@ def train(
     *,
     max_steps: int | None = None,
     progress: bool = True,
+    supersede_into: str | Path | None = None,
 ) -> dict[str, Any]:
     """Train (or resume, or do nothing if finished) the run in ``run_dir``; return ``run.json``.
 
@@ -657,12 +482,23 @@ def train(
     kill): the next call resumes from the last checkpoint. ``progress=False`` replaces the
     progress bar by one line on stderr per evaluation (for logs). The returned summary is also
     written to ``run_dir/run.json`` when the run reaches ``total_steps``.
+
+    A ``run_dir`` holding another run (configuration, data or training code; see
+    :mod:`geolib.models.resume`) is refused, or with ``supersede_into`` moved into that folder
+    whole (:func:`runs.set_aside`) before training afresh.
     """
     device = resolve_device(cfg.device)  # before anything is written: no GPU, no run folder
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     with runs.sole_writer(run_dir):  # a second trainer here would delete this one's files
-        return _train(cfg, run_dir, device, max_steps=max_steps, progress=progress)
+        return _train(
+            cfg,
+            run_dir,
+            device,
+            max_steps=max_steps,
+            progress=progress,
+            supersede_into=supersede_into,
+        )
 
 
 def _train(
@@ -672,9 +508,16 @@ def _train(
     *,
     max_steps: int | None,
     progress: bool,
+    supersede_into: str | Path | None,
 ) -> dict[str, Any]:
-    runs.refuse_diverged(run_dir)  # resuming would diverge again, deterministically
     runs.remove_partial(run_dir)  # a checkpoint a kill interrupted
+    data, code = data_hashes(cfg), code_hashes()
+    if supersede_into is not None:
+        why = superseded_reason(run_dir, cfg, data, code)
+        if why:
+            moved = runs.set_aside(run_dir, supersede_into)
+            print(f"{why}: moved to {moved}; training afresh", file=sys.stderr, flush=True)
+    runs.refuse_diverged(run_dir)  # resuming would diverge again, deterministically
     _configure_torch(cfg)
     vocab, tokenizer = resolve_vocab(cfg)
     if tokenizer is not None:
@@ -693,8 +536,7 @@ def _train(
     optimizer = make_optimizer(model, cfg)
     rng = np.random.default_rng(cfg.seed)  # the order of the training windows
     clock = Clock()
-    data = data_hashes(cfg)
-    resumed = resume(run_dir, cfg, model, optimizer, rng, clock, data)
+    resumed = resume(run_dir, cfg, model, optimizer, rng, clock, data, code)
     if resumed == cfg.total_steps and (run_dir / runs.RUN_INFO).is_file():
         return runs.read_run_info(run_dir)  # finished: its record stays as it was written
     start = 0 if resumed is None else resumed
@@ -708,7 +550,7 @@ def _train(
         runs.write_metrics(run_dir, rows)
         clock.lap()
         info = {"step": step, "tokens": step * cfg.tokens_per_step, "loss": loss, "lr": lr}
-        state = resume_state(step, cfg, optimizer, rng, clock, data)
+        state = resume_state(step, cfg, optimizer, rng, clock, data, code)
         save_checkpoint(run_dir, model, step, info, state)
 
     model.train()
@@ -729,7 +571,17 @@ def _train(
             loss = train_step(model, optimizer, inputs, targets, cfg, lr, device)
             if not loss <= limit:  # NaN fails too
                 runs.write_metrics(run_dir, rows)
-                runs.write_diverged(run_dir, {"step": step, "loss": loss, "threshold": limit})
+                runs.write_diverged(
+                    run_dir,
+                    {
+                        "step": step,
+                        "loss": loss,
+                        "threshold": limit,
+                        "config": cfg.to_dict(),
+                        "data_sha256": data,
+                        "code_sha256": code,
+                    },
+                )
                 raise runs.DivergedRunError(
                     f"{run_dir}: training diverged at step {step} (loss {loss}, above "
                     f"{limit:.2f} = 3 ln |V|); marked in {runs.DIVERGED}, no run.json written"
@@ -754,7 +606,7 @@ def _train(
                 checkpoint(step, loss, lr)
     clock.lap()
 
-    summary = run_summary(cfg, model, vocab, rows, clock, data)
+    summary = {**run_summary(cfg, model, vocab, rows, clock, data), "code_sha256": code}
     if stop < cfg.total_steps:
         return {**summary, "stopped_at": stop}
     runs.write_run_info(run_dir, summary)
@@ -790,9 +642,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run-dir", required=True)
     parser.add_argument("--max-steps", type=int, default=None, help="stop early (for testing)")
     parser.add_argument("--no-progress", action="store_true")
+    runs.add_supersede_option(parser)
     args = parser.parse_args(argv)
     cfg = params_to_config(args.params, args.section, args.base)
-    summary = train(cfg, args.run_dir, max_steps=args.max_steps, progress=not args.no_progress)
+    summary = train(
+        cfg,
+        args.run_dir,
+        max_steps=args.max_steps,
+        progress=not args.no_progress,
+        supersede_into=args.supersede_into,
+    )
     keys = ("params", "final_val_loss", "train_time_s", "tokens_per_s")
     print(json.dumps({k: summary.get(k) for k in keys}), file=sys.stderr)
     return 0

@@ -40,9 +40,9 @@ def test_join_per_model_is_one_to_one_and_names_what_is_missing():
     rows = pd.DataFrame({"name": ["c", "a", "b"], "y": [30, 10, 20]})
     joined = join_per_model(models, rows, ["a", "b", "c"], "models.csv")
     assert joined["y"].tolist() == [10, 20, 30]
-    with pytest.raises(ValueError, match="1 sweep points are missing from models.csv"):
+    with pytest.raises(ValueError, match=r"models.csv: 2 rows for 3 sweep points; missing \['c'\]"):
         join_per_model(models.iloc[:2], rows, ["a", "b", "c"], "models.csv")
-    with pytest.raises(pd.errors.MergeError):
+    with pytest.raises(ValueError, match=r"beside models.csv: 4 rows.*repeated \['c'\]"):
         join_per_model(models, pd.concat([rows, rows.iloc[:1]]), ["a", "b", "c"], "models.csv")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from tokenizers import Tokenizer, models, pre_tokenizers
@@ -278,6 +279,10 @@ def test_revision_step_refuses_non_labels():
         revision_step(-3)
     with pytest.raises(TypeError):
         revision_step(2.0)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        revision_step(True)  # type: ignore[arg-type]
+    step = revision_step(np.int64(512))  # a step read from a table
+    assert step == 512 and type(step) is int
 
 
 def test_hub_revision_names():

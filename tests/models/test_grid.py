@@ -221,7 +221,9 @@ def test_a_cell_trains_its_points_into_their_folders(tmp_path, monkeypatch):
     """train_cell trains each of the cell's points, in listed order, through train_point
     (stand-in trainer); an unknown cell is refused naming the cells."""
     calls = []
-    monkeypatch.setattr(grid, "train", lambda cfg, run_dir, progress: calls.append(run_dir))
+    monkeypatch.setattr(
+        grid, "train", lambda cfg, run_dir, progress, supersede_into: calls.append(run_dir)
+    )
     params = copy.deepcopy(PARAMS)
     params["sweep"]["run_root"] = str(tmp_path)
     path = tmp_path / "params.yaml"

@@ -330,7 +330,7 @@ def test_resume_falls_back_past_a_damaged_state(token_files, tmp_path, capsys):
 
 
 def test_resume_without_an_intact_state_says_what_to_delete(token_files, tmp_path):
-    from geolib.models.train import ResumeError
+    from geolib.models.resume import ResumeError
 
     cfg = tiny_cfg(token_files)
     train(cfg, tmp_path, progress=False, max_steps=12)
