@@ -325,11 +325,17 @@ def a4_count(
     if phase == "learned":
         learned = losses[losses["eval_loss"] < losses["unigram_entropy"]]
         rows = rows.merge(learned[["run", "step"]], on=["run", "step"])
+    return _a4_units(rows, "run", threshold, no_effect, bound)
+
+
+def _a4_units(rows: Any, group: str, threshold: float, no_effect: float, bound: str) -> dict:
+    """A4's count over the candidate ``rows`` (one per unit): those whose ceiling reaches
+    ``threshold`` are the units, a unit succeeds when ``bound`` is above ``threshold``; the
+    premise is that more than half of the units have ``ci_low`` above ``no_effect``.
+    ``per_run`` counts (hits, units) by column ``group``."""
     can = rows[rows["ceiling"] >= threshold]
     hits = can[bound] > threshold
-    per_run = {
-        str(run): [int(h.sum()), int(h.size)] for run, h in hits.groupby(can["run"], sort=True)
-    }
+    per_run = {str(g): [int(h.sum()), int(h.size)] for g, h in hits.groupby(can[group], sort=True)}
     n_effect = int((can["ci_low"] > no_effect).sum())
     return {
         "successes": int(hits.sum()),
@@ -340,6 +346,26 @@ def a4_count(
         "per_run": per_run,
         "steps": sorted(int(s) for s in can["step"].unique()),
     }
+
+
+def a4_released_count(
+    table: Any,
+    *,
+    k: int,
+    threshold: float,
+    no_effect: float,
+    bound: str = "ci_low",
+    **_not_applicable: Any,
+) -> dict[str, Any]:
+    """A4 (rule v2) on a released model measured at its final checkpoint only
+    (:func:`run_pretrained_stage`'s ``r_energy.csv``): units are its block layers × corpus
+    domains at rank ``k``, T refitted; the rest as :func:`a4_count` (ceiling, bound, premise).
+    There is no early or learned phase to select (one checkpoint): keys of that kind
+    (``phase``, ``early_max``) are accepted and ignored, so one declared alternative applies
+    to both. ``per_run`` is by domain."""
+    if bound not in ("ci_low", "r_energy"):
+        raise ValueError(f"bound must be 'ci_low' or 'r_energy', got {bound!r}")
+    return _a4_units(_decoder_blocks(table, k), "domain", threshold, no_effect, bound)
 
 
 def a7_count(

@@ -259,6 +259,36 @@ def test_a4_count_reads_the_learned_phase_and_the_ceiling():
         ge.a4_count(table, losses, phase="late", **kw)
 
 
+def test_a4_on_a_released_model_counts_layers_by_domain_at_its_one_checkpoint():
+    rows = [
+        # run, decoder, step, layer, k, source, R, low, ceiling  (step -1: released)
+        ("m", True, -1, "block1", 4, "refit", 30.0, 20.0, 50.0),  # hit
+        ("m", True, -1, "block2", 4, "refit", 1.4, 1.2, 50.0),  # effect, not above 10
+        ("m", True, -1, "block3", 4, "refit", 1.1, 0.9, 5.0),  # ceiling < 10: left out
+        ("m", True, -1, "embed", 4, "refit", 99.0, 90.0, 99.0),  # not a block
+        ("m", True, -1, "block1", 1, "refit", 99.0, 90.0, 99.0),  # other rank
+    ]
+    table = pd.concat(
+        [_table(rows).assign(domain="id"), _table(rows[:2]).assign(domain="ood_bible")]
+    )
+    got = ge.a4_released_count(table, k=4, threshold=10.0, no_effect=1.0, phase="early")
+    assert (got["successes"], got["n_units"], got["n_below_ceiling"], got["n_effect"]) == (
+        2,
+        4,
+        1,
+        4,
+    )
+    assert got["premise"] and got["per_run"] == {"id": [1, 2], "ood_bible": [1, 2]}
+    point = ge.a4_released_count(table.assign(ci_low=0.5), k=4, threshold=10.0, no_effect=1.0)
+    assert point["successes"] == 0 and not point["premise"]
+    assert (
+        ge.a4_released_count(table, k=4, threshold=10, no_effect=1, bound="r_energy")["successes"]
+        == 2
+    )
+    with pytest.raises(ValueError, match="bound"):
+        ge.a4_released_count(table, k=4, threshold=10.0, no_effect=1.0, bound="median")
+
+
 def test_a7_count_finds_the_peak_and_what_is_left_at_the_end():
     rows = []
     for layer, peak_step, final_frozen_low in (("block1", 64, 3.0), ("block2", 800, 3.0)):
