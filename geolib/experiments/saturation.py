@@ -104,7 +104,8 @@ def measure_run(params_path: str | Path, name: str) -> dict[str, Any]:
     spec = params["saturation"]
     cfg, run_dir = saturation_run(params, name)
     device = resolve_device(cfg.device)
-    trained = float(runs.read_run_info(run_dir)["wall_time_s"])  # unfinished: an error
+    info = runs.read_run_info(run_dir)  # unfinished: an error
+    trained = float(info["wall_time_s"])
     # the same numerics as the training process had (threads, deterministic kernels)
     torch.use_deterministic_algorithms(True, warn_only=True)
     if cfg.num_threads:
@@ -156,6 +157,7 @@ def measure_run(params_path: str | Path, name: str) -> dict[str, Any]:
     write_npz(folder / SPECTRA, sigma=np.stack(spectra), steps=steps_done)
     out = {
         "name": name,
+        "params": int(info["params"]),
         "train_seconds": trained,
         "measure_seconds": time.perf_counter() - t0,
         "curve": curve,
@@ -258,6 +260,8 @@ def tables(params_path: str | Path) -> dict[str, Any]:
                 "loss_id_seen_final": final["loss_id_seen"],
                 "unseen_minus_seen_final": final["loss_id_eval"] - final["loss_id_seen"],
                 "epochs_final": final["epochs"],
+                "params": info["params"],
+                "tokens": final["tokens"],
                 "train_seconds": info["train_seconds"],
             }
         )

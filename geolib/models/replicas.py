@@ -86,16 +86,28 @@ def identity(run: str) -> tuple[str, int | None]:
     return str(config["model"]["family"]), int(config["seed"])
 
 
+def size(run: str) -> dict[str, int | None]:
+    """A run's parameter count and training tokens (from its ``run.json``): the scale a
+    verdict on it holds at. ``None`` for a hub id (not recorded locally)."""
+    if not is_run_dir(run):
+        return {"params": None, "tokens": None}
+    info = read_run_info(run)
+    return {"params": int(info["params"]), "tokens": int(info["tokens"])}
+
+
 def per_seed(runs: list[str], summarise: Callable[[list[str]], Any]) -> dict[str, Any]:
     """What an analysis stage adds to its summary so that each claim can be decided once per
-    seed: ``runs`` (each run's family and seed) and, with more than one seed, ``by_seed``
-    (``summarise`` of each seed's runs, in their listed order; hub ids form the group "None").
+    seed: ``runs`` (each run's family, seed, parameters and training tokens: :func:`size`)
+    and, with more than one seed, ``by_seed`` (``summarise`` of each seed's runs, in their
+    listed order; hub ids form the group "None").
     """
     ids = {run: identity(run) for run in runs}
     groups: dict[str, list[str]] = {}
     for run, (_family, seed) in ids.items():
         groups.setdefault(str(seed), []).append(run)
-    out: dict[str, Any] = {"runs": {r: {"family": f, "seed": s} for r, (f, s) in ids.items()}}
+    out: dict[str, Any] = {
+        "runs": {r: {"family": f, "seed": s, **size(r)} for r, (f, s) in ids.items()}
+    }
     if len(groups) > 1:
         out["by_seed"] = {seed: summarise(members) for seed, members in groups.items()}
     return out

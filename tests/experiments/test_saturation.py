@@ -4,9 +4,11 @@ replayed training windows, and train → measure → tables on a tiny design."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from geolib.experiments import saturation as sat
+from geolib.models import runs
 from tests.models.test_train import V, token_files  # noqa: F401  (the synthetic corpus fixture)
 
 
@@ -166,7 +168,10 @@ def test_train_then_measure_then_tables_on_a_tiny_design(tmp_path, token_files):
     summary = sat.tables(path)
     assert summary["n_units"] == 1
     assert summary["point"]["n_units"] == 1 and "n_parallel_degrades" in summary
-    assert (tmp_path / "tables" / "runs.csv").is_file()
+    table = pd.read_csv(tmp_path / "tables" / "runs.csv")
+    trained = runs.read_run_info(run)
+    row = table.set_index("name").loc[name]
+    assert (row["params"], row["tokens"]) == (trained["params"], trained["tokens"])
 
 
 def test_contrast_counts_pairs_where_only_the_parallel_run_degrades():

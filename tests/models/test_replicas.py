@@ -80,7 +80,8 @@ def test_replica_differs_from_the_default_run_in_the_seed_only():
 
 def _run(path: Path, family: str, seed: int) -> str:
     path.mkdir(parents=True)
-    runs.write_run_info(path, {"config": {"seed": seed, "model": {"family": family}}})
+    info = {"config": {"seed": seed, "model": {"family": family}}, "params": 1000 + seed}
+    runs.write_run_info(path, {**info, "tokens": 4096})
     return str(path)
 
 
@@ -89,8 +90,9 @@ def test_per_seed_groups_runs_by_their_recorded_seed(tmp_path):
     a1 = _run(tmp_path / "x" / "whatever", "pythia", 1)  # the folder name says nothing
     seen = []
     out = replicas.per_seed([a0, a1, b0, "org/hub-model"], lambda rs: seen.append(rs) or len(rs))
-    assert out["runs"][a1] == {"family": "pythia", "seed": 1}
-    assert out["runs"]["org/hub-model"] == {"family": "org/hub-model", "seed": None}
+    assert out["runs"][a1] == {"family": "pythia", "seed": 1, "params": 1001, "tokens": 4096}
+    hub = {"family": "org/hub-model", "seed": None, "params": None, "tokens": None}
+    assert out["runs"]["org/hub-model"] == hub
     assert out["by_seed"] == {"0": 2, "1": 1, "None": 1}
     assert seen[0] == [a0, b0]  # listed order kept
     one = replicas.per_seed([a0, b0], len)
