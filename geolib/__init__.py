@@ -35,6 +35,7 @@ measure/             imports nothing outside measure: pure functions on arrays a
     stats            intervals, log-log fits, bootstrap: every number with its uncertainty
     evaluate         a model's cross-entropy for measurements: per-window losses, probe loss
     probes           residual states and loss gradients per layer; tangent subspaces, R_energy
+    energy_counts    the units of A4's and A7's rules counted from R_energy tables
     residual         IsoScore* after removing a subspace, in the complement's coordinates
     frequency        per-type variance, embedding-row jitter and settling against frequency
     geometry         Paper B's geometry of one model (W and H) and its per-model table row

@@ -32,12 +32,9 @@ import torch
 from torch import nn
 from transformers import PreTrainedModel
 
+from geolib.measure.energy_counts import REFIT  # noqa: F401 - the label T's tables carry
 from geolib.measure.evaluate import IGNORE_INDEX, loss_sum, on_model_device
 from geolib.measure.stats import bootstrap_weights, percentile_interval
-
-#: the source label of a tangent subspace T fitted at the checkpoint being measured (as opposed
-#: to one fitted at an earlier step and kept)
-REFIT = "refit"
 
 # ---------------------------------------------------------------------------------------------
 # The LM head's view: W and the final H
