@@ -6,7 +6,10 @@ For the index and every chapter page: the page is served from 127.0.0.1, Chromiu
 with all other hosts unresolvable, and the check fails if the browser asked for anything not
 on the local server (from Chromium's net log), if any local request failed (404), or if math
 was left untypeset (every ``.math`` element must contain a MathJax ``mjx-container``), or if the
-page wrote an error to its console (an uncaught exception, a script that failed to load).
+page wrote an error to its console (an uncaught exception, a script that failed to load), or if
+a table of a page is wider than the text column at 1280 or 1024 px and cannot be scrolled
+sideways, or the claims table does not fit whole (measured by a page of the check's own that
+frames the book's page at each width: :func:`layout_page`).
 Chapter pages are also read as a reader sees them (:func:`reader_problems`): no visible code
 cell before the first prose under the title, a provenance line under every figure, and every
 table's download link pointing at a file the book ships. Needs Debian's ``chromium`` package.
@@ -15,6 +18,7 @@ table's download link pointing at a file the book ships. Needs Debian's ``chromi
 from __future__ import annotations
 
 import functools
+import html
 import http.server
 import json
 import re
@@ -49,6 +53,69 @@ class _Server(http.server.ThreadingHTTPServer):
     failures: list[str]
 
 
+#: the widths (CSS px) at which every page must fit: a laptop and a small screen
+LAYOUT_WIDTHS = (1280, 1024)
+LAYOUT_PREFIX = "/__layout__/"
+_REPORT = re.compile(r'<pre id="layout-report">(.*?)</pre>', re.DOTALL)
+
+
+def layout_page(page: str) -> str:
+    """A page of the check's own (never in the book) that shows book ``page`` in one frame per
+    width of :data:`LAYOUT_WIDTHS` and, once laid out, writes into ``#layout-report`` (JSON)
+    every table of the article wider than the article's text column at that width that the
+    reader cannot scroll sideways (clipped), and the claims table if it does not fit whole."""
+    frames = "".join(
+        f'<iframe data-width="{w}" src="/{page}" style="width:{w}px;height:800px;border:0">'
+        "</iframe>"
+        for w in LAYOUT_WIDTHS
+    )
+    script = """
+const frames = [...document.querySelectorAll("iframe")];
+let loaded = 0;
+function scrolls(t, col) {  // an ancestor inside the column that scrolls it sideways
+  for (let a = t.parentElement; a && a !== col; a = a.parentElement) {
+    const o = a.ownerDocument.defaultView.getComputedStyle(a).overflowX;
+    if ((o === "auto" || o === "scroll") && a.clientWidth < t.scrollWidth) return true;
+  }
+  return false;
+}
+function measure() {
+  const found = [];
+  for (const f of frames) {
+    const d = f.contentDocument, w = f.dataset.width;
+    const col = d.querySelector("article") || d.body;
+    const cs = d.defaultView.getComputedStyle(col);
+    const width = col.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+    col.querySelectorAll("table").forEach((t, i) => {
+      const strict = t.classList.contains("claims-table");
+      if (t.scrollWidth > width + 1 && (strict || !scrolls(t, col))) {
+        const how = strict ? "must fit" : "clipped, not scrollable";
+        found.push(`at ${w} px: table ${i + 1} is ${t.scrollWidth} px wide in a `
+                   + `${Math.round(width)} px column (${how})`);
+      }
+    });
+  }
+  document.getElementById("layout-report").textContent = JSON.stringify(found);
+}
+frames.forEach(f => f.addEventListener("load", () => {
+  if (++loaded === frames.length) setTimeout(measure, 3000);
+}));
+"""
+    return (
+        '<!doctype html><html><body style="margin:0;width:3000px">'
+        f'{frames}<pre id="layout-report">not measured</pre><script>{script}</script>'
+        "</body></html>"
+    )
+
+
+def layout_problems(dom: str) -> list[str]:
+    """The tables :func:`layout_page` found too wide, from its dumped DOM."""
+    m = _REPORT.search(dom)
+    if not m or m.group(1).strip() == "not measured":
+        return ["layout not measured (the page did not load in time)"]
+    return list(json.loads(html.unescape(m.group(1))))
+
+
 def _handler(root: Path):
     class Handler(http.server.SimpleHTTPRequestHandler):
         def handle(self):  # the browser may drop connections at exit: not a book problem
@@ -56,6 +123,17 @@ def _handler(root: Path):
                 super().handle()
             except (BrokenPipeError, ConnectionResetError):
                 pass
+
+        def do_GET(self):  # noqa: N802 - http.server's name
+            if self.path.startswith(LAYOUT_PREFIX):
+                body = layout_page(self.path.removeprefix(LAYOUT_PREFIX)).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                return
+            super().do_GET()
 
         def log_message(self, fmt, *args):  # quiet, but remember failures
             if len(args) > 1 and str(args[1])[:1] in "45" and self.path != "/favicon.ico":
@@ -87,6 +165,7 @@ def external_requests(netlog: Path, origin: str) -> list[str]:
 
 
 _CELL = re.compile(r'<div class="cell[ "]')
+_STRAY = re.compile(r"(?:Posix|Windows)?Path\('[^']*'\)")
 
 
 def reader_problems(dom: str, page: Path, root: Path) -> list[str]:
@@ -106,6 +185,10 @@ def reader_problems(dom: str, page: Path, root: Path) -> list[str]:
         n_prov = cell.count('class="provenance"')
         if n_img > n_prov:
             problems.append(f"cell {i}: {n_img} figure(s), {n_prov} provenance line(s)")
+    for cell in cells:  # a value echoed by a cell's last line, e.g. the path a figure saved to
+        out = cell.split("cell_output", 1)[1] if "cell_output" in cell else ""
+        for shown in sorted(set(_STRAY.findall(html.unescape(out)))):
+            problems.append(f"a stray output box shows {shown}")
     for href in re.findall(r'class="table-download" href="([^"]+)"', dom):
         target = (root / page).parent / href
         if not target.resolve().is_file():
@@ -145,8 +228,14 @@ def check_page(chromium: str, url: str, origin: str, workdir: Path, root: Path) 
     if "<body" not in dom:
         problems.append("page did not load")
     page = Path(url.removeprefix(origin))
+    if page.name == "intro.html" and 'class="claims-table' not in dom:
+        problems.append("no claims table (class claims-table) on the introduction")
     if page.parts[:1] == ("chapters",):
         problems += reader_problems(dom, page, root)
+    layout = [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={workdir / 'layout'}", "--dump-dom",
+              origin.rstrip("/") + LAYOUT_PREFIX + page.as_posix()]  # fmt: skip
+    laid = subprocess.run(layout, capture_output=True, text=True, timeout=120)
+    problems += layout_problems(laid.stdout)
     return problems
 
 
@@ -183,8 +272,9 @@ def main(argv: list[str]) -> int:
         return 1
     print(
         f"book reads offline: {len(pages)} pages, no external requests, all math typeset; "
-        "no console errors; chapters open with prose, every figure has its provenance, every "
-        "table link resolves"
+        "no console errors; no table clipped (the claims table whole) at "
+        f"{' or '.join(map(str, LAYOUT_WIDTHS))} px; chapters open with prose, every figure has "
+        "its provenance, no stray output box, every table link resolves"
     )
     return 0
 

@@ -425,6 +425,26 @@ def test_reader_check_flags_code_first_bare_figures_and_dead_table_links(tmp_pat
     assert "1 figure(s), 0 provenance" in check_book.reader_problems(bare, page, tmp_path)[0]
     dead = good.replace('t.csv"', 'missing.csv"')
     assert "does not resolve" in check_book.reader_problems(dead, page, tmp_path)[0]
+    stray = good.replace("<img", "<pre>PosixPath(&#39;figures/a.png&#39;)</pre><img")
+    assert check_book.reader_problems(stray, page, tmp_path) == [
+        "a stray output box shows PosixPath('figures/a.png')"
+    ]
+    in_code = good.replace(">code<", ">show(fig, Path('figures/a'))<")  # source, not output
+    assert check_book.reader_problems(in_code, page, tmp_path) == []
+
+
+def test_the_layout_page_frames_the_book_page_at_each_width_and_reports_back():
+    check_book = _load_script("check_book")
+    page = check_book.layout_page("intro.html")
+    assert page.count('src="/intro.html"') == len(check_book.LAYOUT_WIDTHS) == 2
+    assert 'data-width="1024"' in page and "claims-table" in page
+    report = '<pre id="layout-report">["at 1024 px: table 1 is 886 px wide"]</pre>'
+    assert check_book.layout_problems(report) == ["at 1024 px: table 1 is 886 px wide"]
+    assert check_book.layout_problems('<pre id="layout-report">[]</pre>') == []
+    assert (
+        "not measured"
+        in check_book.layout_problems('<pre id="layout-report">not measured</pre>')[0]
+    )
 
 
 @pytest.mark.parametrize(

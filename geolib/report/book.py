@@ -48,8 +48,9 @@ def abstract_markdown(claims_file: str | Path) -> str | None:
         link = f" ([verdict](#{c.anchor}))" if c.anchor else ""
         status = c.status if c.evidence == EMPIRICAL else f"{c.evidence}: {c.status}"
         revised = f" (rule v1: {c.rule_v1})" if c.rule_v1 else ""
+        scale = f" At {plain(c.scale)}:" if c.scale else ""
         lines.append(
-            f"- **{c.claim_id}** — {CLAIMS[c.claim_id]}: **{status}**{revised}. "
+            f"- **{c.claim_id}** — {CLAIMS[c.claim_id]}: **{status}**{revised}.{scale} "
             f"{plain(c.key_number)}{link}"
         )
     return "```{admonition} Abstract\n:class: tip\n" + "\n".join(lines) + "\n```\n"

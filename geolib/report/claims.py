@@ -644,7 +644,10 @@ class Claim:
     ``seeds_agreeing`` is ``"k of n"`` per-seed verdicts equal to this one; ``robust`` is
     :func:`robustness`'s word over the declared alternatives. A rule revised after its first
     version keeps that version's verdict in ``rule_v1`` with ``revision`` saying why;
-    ``post_hoc`` lists decisions made after seeing data.
+    ``post_hoc`` lists decisions made after seeing data. ``scale`` says what the evidence was
+    measured on (:func:`scale_text`: models, parameters, tokens, seeds; or a released model):
+    every empirical row the table shows must state it. A chapter may give a claim several rows
+    of different scales (our models, a released model).
     """
 
     claim_id: str
@@ -661,6 +664,7 @@ class Claim:
     rule_v1: str = ""
     revision: str = ""
     post_hoc: str = ""
+    scale: str = ""
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -702,7 +706,7 @@ def write_claims(path: str | Path, claims: list[Claim]) -> Path:
 def read_claims(paths: Iterable[str | Path]) -> dict[str, list[Claim]]:
     """Evidence rows of every claim (empty list: not yet run), from the stages' files.
 
-    Two rows for the same (claim, chapter) are an error.
+    Two rows for the same (claim, chapter, scale) are an error.
     """
     table: dict[str, list[Claim]] = {cid: [] for cid in CLAIMS}
     seen: dict[tuple[str, str], Path] = {}
@@ -718,59 +722,151 @@ def read_claims(paths: Iterable[str | Path]) -> dict[str, list[Claim]]:
                 claim = Claim(**row)
             except (TypeError, ValueError) as err:
                 raise ValueError(f"{path}: bad claim row {row!r}: {err}") from None
-            key = (claim.claim_id, claim.chapter)
+            key = (claim.claim_id, claim.chapter, claim.scale)
             if key in seen:
                 raise ValueError(
-                    f"claim {claim.claim_id} from chapter {claim.chapter!r} written by both "
-                    f"{seen[key]} and {path}"
+                    f"claim {claim.claim_id} from chapter {claim.chapter!r} (scale "
+                    f"{claim.scale!r}) written by both {seen[key]} and {path}"
                 )
             seen[key] = path
             table[claim.claim_id].append(claim)
     for rows in table.values():
-        rows.sort(key=lambda c: c.chapter)
+        rows.sort(key=lambda c: (c.chapter, c.scale))
     return table
+
+
+def _count(n: float) -> str:
+    """12_300_000 → ``12.3M``; 262_144 → ``262k``; 900 → ``900``."""
+    for size, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if n >= size:
+            return f"{n / size:.3g}{suffix}"
+    return f"{n:g}"
+
+
+def _span(values: Sequence[float]) -> str:
+    lo, hi = min(values), max(values)
+    return _count(lo) if _count(lo) == _count(hi) else f"{_count(lo)}–{_count(hi)}"
+
+
+def scale_text(params: Sequence[int], tokens: Sequence[int], seeds: int | tuple[int, int]) -> str:
+    """The ``scale`` of an evidence row measured on trained models: how many, their parameter
+    counts and training tokens (each model's, as ranges), and the seeds per configuration
+    (a number, or the fewest and most), e.g.
+    ``"9 models (3 seeds each), 1.8M parameters, 2.1M tokens each"``."""
+    if not len(params) or len(params) != len(tokens):
+        raise ValueError(f"one parameter count and token count per model: {params}, {tokens}")
+    lo, hi = (seeds, seeds) if isinstance(seeds, int) else seeds
+    if not 1 <= lo <= hi:
+        raise ValueError(f"seeds must be at least 1 (fewest <= most), got {seeds}")
+    n = len(params)
+    per = f"{lo}" if lo == hi else f"{lo}–{hi}"
+    return (
+        f"{n} model{'s' if n > 1 else ''} ({per} seed{'s' if hi > 1 else ''} each), "
+        f"{_span(params)} parameters, {_span(tokens)} tokens each"
+    )
+
+
+def scale_of_runs(runs: Mapping[str, Mapping[str, Any]]) -> str:
+    """:func:`scale_text` of the runs an analysis stage measured, from its summary's ``runs``
+    (run → ``family``, ``seed``, ``params``, ``tokens``; a configuration is a family, seeds
+    counted per family); hub checkpoints (size ``None``: not recorded locally) are named
+    instead. A run with no size entry at all is an error (a summary older than the records)."""
+    unsized = [str(r) for r, v in runs.items() if "params" not in v]
+    if unsized:
+        raise ValueError(
+            f"no recorded size for {unsized[:3]}: the summary predates size records (rerun the "
+            "analysis stage that wrote it)"
+        )
+    ours = {r: v for r, v in runs.items() if v["params"] is not None}
+    hub = [str(r) for r in runs if r not in ours]
+    parts = []
+    if ours:
+        seeds: dict[str, set] = {}
+        for v in ours.values():
+            seeds.setdefault(str(v["family"]), set()).add(v["seed"])
+        counts = [len(s) for s in seeds.values()]
+        params = [int(v["params"]) for v in ours.values()]
+        tokens = [int(v["tokens"]) for v in ours.values()]
+        parts.append(scale_text(params, tokens, (min(counts), max(counts))))
+    if hub:
+        parts.append(f"released checkpoints {', '.join(hub)}")
+    if not parts:
+        raise ValueError("no runs to state the scale of")
+    return "; ".join(parts)
 
 
 def claims_markdown(
     table: Mapping[str, list[Claim]], trends: Mapping[str, TrendRow] | None = None
 ) -> str:
-    """The claims table in MyST Markdown: per claim, its combined empirical status (math checks
-    are listed but never combined into it) and, where the ladder of sizes measured it, which
-    way its key number goes with size (``trends``, linked to the Scale chapter's figure); then
-    one row per chapter that tested it, linked to the cell where that chapter applies its rule,
-    with the deciding number, its unit, how many seeds agree, whether the verdict survives the
-    declared alternatives, and the rule's history.
+    """The claims table in MyST Markdown, narrow enough for the book's column: per claim, its
+    combined empirical status (math checks are listed but never combined into it), then one
+    row per evidence row — the chapter (linked to the cell where it applies its rule) with its
+    verdict, the deciding number and the scale it was measured at. Below it, per claim, the
+    details: the trend with size (``trends``, linked to the Scale chapter), and per evidence
+    row its unit, the seeds agreeing, whether the verdict survives the declared alternatives,
+    and the rule's history. An empirical row without its scale is an error.
     """
 
     def cell(text: str) -> str:  # text from data: shown as written, never as markup
         return plain(text) or "—"
 
     lines = [
-        "| claim | statement | empirical status | trend with size | evidence: chapter | verdict "
-        "| deciding number | unit | seeds agreeing | robust | rule history |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "```{table}",
+        ":class: claims-table",  # book/_css/claims.css: four columns that fit the text column
+        "",
+        "| claim: status | evidence: verdict | deciding number | scale |",
+        "|---|---|---|---|",
     ]
+    details = []
     trends = trends or {}
     for cid, rows in table.items():
         empirical = [c.status for c in rows if c.evidence == EMPIRICAL]
         combined = combine_statuses(empirical) if empirical or not rows else "no empirical test"
-        t = trends.get(cid)
-        trend = f"{{ref}}`{t.words} <{t.anchor}>` ({plain(t.detail)})" if t else "—"
-        head = f"| **{cid}** | {CLAIMS[cid]} | **{combined}** | {trend} |"
+        head = f"| **{cid}: {combined}**. {CLAIMS[cid]} |"
         if not rows:
-            lines.append(f"{head} — | — | — | — | — | — | — |")
+            lines.append(f"{head} — | — | — |")
+        t = trends.get(cid)
+        notes = (
+            [f"trend with size: {{ref}}`{t.words} <{t.anchor}>` ({plain(t.detail)})"] if t else []
+        )
         for i, c in enumerate(rows):
-            link = f"{{ref}}`{c.chapter} <{c.anchor}>`" if c.anchor else c.chapter
-            prefix = head if i == 0 else "| | | | |"
+            if c.evidence == EMPIRICAL and c.status != NOT_RUN and not c.scale.strip():
+                raise ValueError(
+                    f"claim {cid} from chapter {c.chapter!r}: an empirical row must state its "
+                    "scale (Claim.scale, geolib.report.claims.scale_text)"
+                )
+            words = c.chapter.replace("_", " ")  # a name that wraps in a narrow column
+            link = f"{{ref}}`{words} <{c.anchor}>`" if c.anchor else words
             status = c.status if c.evidence == EMPIRICAL else f"math check: {c.status}"
+            scale = cell(c.scale) if c.evidence == EMPIRICAL else "— (a derivation)"
+            lines.append(
+                f"{head if i == 0 else '| |'} {link}: {status} | {cell(c.key_number)} | {scale} |"
+            )
             history = f"v1 {c.rule_v1} → v2 {c.status}: {c.revision}" if c.rule_v1 else ""
             if c.post_hoc:
                 history = f"{history} (after seeing data: {c.post_hoc})".strip()
-            lines.append(
-                f"{prefix} {link} | {status} | {cell(c.key_number)} | {cell(c.unit)} | "
-                f"{cell(c.seeds_agreeing)} | {cell(c.robust)} | {cell(history)} |"
-            )
-    return "\n".join(lines) + "\n"
+            parts = [
+                f"{name} {plain(value)}"
+                for name, value in (
+                    ("unit:", c.unit),
+                    ("seeds agreeing:", c.seeds_agreeing),
+                    ("robust:", c.robust),
+                    ("rule history:", history),
+                )
+                if value
+            ]
+            where = f"{c.chapter}, {plain(c.scale)}" if c.scale else c.chapter
+            notes.append(f"{where}: {'; '.join(parts) or 'no further detail'}")
+        if notes:
+            details.append(f"- **{cid}**\n" + "\n".join(f"  - {n}" for n in notes))
+    out = "\n".join([*lines, "```"]) + "\n"
+    if details:
+        out += (
+            "\n**Details of each evidence row** (the unit of its verdict, how many seeds agree, "
+            "whether it survives the declared alternatives, the rule's history, and the trend "
+            "with size):\n\n" + "\n".join(details) + "\n"
+        )
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

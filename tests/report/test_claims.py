@@ -20,6 +20,8 @@ from geolib.report.claims import (
     main,
     read_claims,
     rule_from_params,
+    scale_of_runs,
+    scale_text,
     write_claims,
 )
 
@@ -254,17 +256,20 @@ def test_combine_statuses_rejects_unknown():
 
 def test_every_claim_has_one_row_even_without_evidence(tmp_path):
     """The table shows untested claims as not yet run, each claim exactly once, in order."""
-    evidence = [Claim("B3", "partly", "x", "sweep", anchor="verdict-b3")]
+    evidence = [Claim("B3", "partly", "x", "sweep", anchor="verdict-b3", scale="2 models")]
     table = read_claims([write_claims(tmp_path / "s.json", evidence)])
     assert list(table) == list(CLAIMS)
-    lines = claims_markdown(table).splitlines()[2:]
+    md = claims_markdown(table)
+    lines = [line for line in md.splitlines() if line.startswith("| **")]
     heads = [line.split("|")[1].strip() for line in lines]
-    assert heads == [f"**{cid}**" for cid in CLAIMS]
+    assert [h.split(":")[0] for h in heads] == [f"**{cid}" for cid in CLAIMS]
+    assert all(h.endswith(CLAIMS[cid]) for cid, h in zip(CLAIMS, heads, strict=True))
+    assert all(line.count("|") == 5 for line in lines)  # four columns
     status = {
-        h.strip("*"): line.split("|")[3].strip() for h, line in zip(heads, lines, strict=True)
+        cid: h.split(":")[1].split("**")[0].strip() for cid, h in zip(CLAIMS, heads, strict=True)
     }
-    assert status.pop("B3") == "**partly**"
-    assert set(status.values()) == {f"**{NOT_RUN}**"}
+    assert status.pop("B3") == "partly"
+    assert set(status.values()) == {NOT_RUN}
 
 
 def test_roundtrip_and_defaults(tmp_path):
@@ -276,30 +281,98 @@ def test_roundtrip_and_defaults(tmp_path):
 
 
 def test_several_evidence_rows_per_claim(tmp_path):
-    a = write_claims(tmp_path / "a.json", [Claim("A1", "reproduced", "x", "variance_collapse")])
-    b = write_claims(tmp_path / "b.json", [Claim("A1", "not reproduced", "y", "probes")])
+    a = write_claims(
+        tmp_path / "a.json", [Claim("A1", "reproduced", "x", "variance_collapse", scale="s1")]
+    )
+    b = write_claims(
+        tmp_path / "b.json", [Claim("A1", "not reproduced", "y", "probes", scale="s2")]
+    )
     table = read_claims([a, b])
     assert [c.chapter for c in table["A1"]] == ["probes", "variance_collapse"]
     md = claims_markdown(table)
-    a1 = [line for line in md.splitlines() if "probes" in line or "variance_collapse" in line]
+    a1 = [
+        line
+        for line in md.splitlines()
+        if line.startswith("|") and ("probes" in line or "variance collapse" in line)
+    ]
     assert len(a1) == 2
-    assert "**partly**" in a1[0]  # combined status on the claim's first row
+    assert "**A1: partly**" in a1[0]  # combined status on the claim's first row
+    assert a1[0].rstrip(" |").endswith("s2") and a1[1].startswith("| | ")
+    assert "| | variance collapse: reproduced | x | s1 |" in md  # a name that wraps
+    assert "  - probes, s2: no further detail" in md
+
+
+def test_one_chapter_may_give_a_claim_rows_of_two_scales(tmp_path):
+    rows = [
+        Claim("A4", "reproduced", "x", "gradient_energy", scale="9 models", unit="layers"),
+        Claim("A4", "not reproduced", "y", "gradient_energy", scale="released model"),
+    ]
+    table = read_claims([write_claims(tmp_path / "a.json", rows)])
+    assert [c.scale for c in table["A4"]] == ["9 models", "released model"]
+    md = claims_markdown(table)
+    assert "**A4: partly**" in md and "  - gradient_energy, 9 models: unit: layers" in md
+    with pytest.raises(ValueError, match="written by both"):
+        read_claims([write_claims(tmp_path / "b.json", rows[:1]), tmp_path / "a.json"])
+
+
+def test_an_empirical_row_without_its_scale_is_refused_but_a_math_check_needs_none(tmp_path):
+    bare = Claim("A4", "reproduced", "x", "gradient_energy")
+    with pytest.raises(ValueError, match="A4 from chapter 'gradient_energy'.*scale"):
+        claims_markdown(read_claims([write_claims(tmp_path / "a.json", [bare])]))
+    math = Claim("A3", "reproduced", "x", "gradient_scaling", evidence="math check")
+    md = claims_markdown(read_claims([write_claims(tmp_path / "b.json", [math])]))
+    assert "math check: reproduced" in md and "— (a derivation)" in md
+
+
+def test_scale_text_states_models_sizes_tokens_and_seeds():
+    assert (
+        scale_text([1_812_000, 1_790_000, 1_650_000], [2_097_152] * 3, 3)
+        == "3 models (3 seeds each), 1.65M–1.81M parameters, 2.1M tokens each"
+    )
+    assert (
+        scale_text([900], [262_144], 1) == "1 model (1 seed each), 900 parameters, 262k tokens each"
+    )
+    with pytest.raises(ValueError, match="one parameter count"):
+        scale_text([1, 2], [3], 1)
+    with pytest.raises(ValueError, match="seeds"):
+        scale_text([1], [3], 0)
+    with pytest.raises(ValueError, match="seeds"):
+        scale_text([1], [3], (3, 1))
+    two = scale_text([1e6, 2e6], [5e5, 5e5], (1, 3))
+    assert two == "2 models (1–3 seeds each), 1M–2M parameters, 500k tokens each"
+
+
+def test_scale_of_runs_counts_seeds_per_family_and_names_hub_checkpoints():
+    runs = {
+        f"runs/{f}-s{s}": {"family": f, "seed": s, "params": p, "tokens": 2_097_152}
+        for f, p in (("pythia", 1_800_000), ("bert", 1_500_000))
+        for s in (0, 1, 2)
+    }
+    assert scale_of_runs(runs) == "6 models (3 seeds each), 1.5M–1.8M parameters, 2.1M tokens each"
+    hub = {"EleutherAI/pythia-70m": {"family": "x", "seed": None, "params": None, "tokens": None}}
+    assert scale_of_runs({**runs, **hub}).endswith("; released checkpoints EleutherAI/pythia-70m")
+    assert scale_of_runs(hub) == "released checkpoints EleutherAI/pythia-70m"
+    with pytest.raises(ValueError, match="no runs"):
+        scale_of_runs({})
+    with pytest.raises(ValueError, match="no recorded size for"):
+        scale_of_runs({"runs/pythia": {"family": "pythia", "seed": 0}})
 
 
 def test_markdown_rows_links_and_escaping(tmp_path):
     path = write_claims(
-        tmp_path / "s.json", [Claim("B3", "partly", "a | b", "sweeps", anchor="verdict-b3")]
+        tmp_path / "s.json",
+        [Claim("B3", "partly", "a | b", "sweeps", anchor="verdict-b3", scale="x")],
     )
     md = claims_markdown(read_claims([path]))
     rows = [line for line in md.splitlines() if line.startswith("| **")]
     assert len(rows) == len(CLAIMS)  # one row per claim here: no claim has two chapters
     assert "{ref}`sweeps <verdict-b3>`" in md
     assert "a \\| b" in md  # pipes escaped so the table stays a table
-    assert md.count("**not yet run**") == len(CLAIMS) - 1
+    assert md.count(": not yet run**") == len(CLAIMS) - 1
 
 
 def test_cli_writes_table(tmp_path):
-    path = write_claims(tmp_path / "s.json", [Claim("A1", "not reproduced", "x", "c")])
+    path = write_claims(tmp_path / "s.json", [Claim("A1", "not reproduced", "x", "c", scale="s")])
     assert main([str(tmp_path / "out.md"), str(path)]) == 0
     assert "not reproduced" in (tmp_path / "out.md").read_text()
 
@@ -344,9 +417,11 @@ def test_claim_rows_are_validated_when_written_and_escaped_when_rendered(tmp_pat
 
     with pytest.raises(ValueError, match="key_number.*must be a string, got float"):
         Claim("A1", "reproduced", 0.5, "chapter")
-    path = write_claims(tmp_path / "c.json", [Claim("A1", "reproduced", "a | b\nc", "ch")])
+    path = write_claims(
+        tmp_path / "c.json", [Claim("A1", "reproduced", "a | b\nc", "ch", scale="s")]
+    )
     md = claims_markdown(read_claims([path]))
-    row = next(line for line in md.splitlines() if line.startswith("| **A1**"))
+    row = next(line for line in md.splitlines() if line.startswith("| **A1:"))
     assert "a \\| b c" in row and row.count("\n") == 0
     bad = tmp_path / "bad.json"
     bad.write_text('[{"claim_id": "A1", "status": "reproduced", "key_number": 3, "chapter": "x"}]')
@@ -442,6 +517,7 @@ def test_math_checks_are_kept_out_of_the_empirical_status_and_history_is_shown(t
             unit="layers of 1 seed",
             seeds_agreeing="1 of 1",
             robust="yes",
+            scale="3 models",
         ),
         Claim("A2", "reproduced", "slope 1.99", "chord_arc", evidence="math check"),
         Claim(
@@ -451,13 +527,14 @@ def test_math_checks_are_kept_out_of_the_empirical_status_and_history_is_shown(t
             "saturation",
             rule_v1="not reproduced",
             revision="no run degrades, so the contrast cannot be observed",
+            scale="8 models",
         ),
     ]
     md = claims_markdown(read_claims([write_claims(tmp_path / "c.json", rows)]))
-    a1 = md.split("| **A1**")[1].split("| **A2**")[0]
-    assert "**not reproduced**" in a1  # the math check's "reproduced" does not make it partly
-    assert "math check: reproduced" in a1 and "1 of 1" in a1
-    assert "| **A2** | " + CLAIMS["A2"] + " | **no empirical test** |" in md
+    a1 = md.split("| **A1:")[1].split("| **A2:")[0]
+    assert a1.startswith(" not reproduced**")  # the math check's "reproduced" does not count
+    assert "math check: reproduced" in a1 and "seeds agreeing: 1 of 1" in md
+    assert "| **A2: no empirical test**. " + CLAIMS["A2"] + " |" in md
     assert "v1 not reproduced → v2 inconclusive: no run degrades" in md
     with pytest.raises(ValueError, match="evidence must be"):
         Claim("A1", "reproduced", "", "x", evidence="simulation")
@@ -551,18 +628,18 @@ def test_trend_rows_round_trip_and_fill_the_trend_column(tmp_path):
     assert path.read_bytes() == write_trends(tmp_path / "u.json", rows[::-1]).read_bytes()
     trends = read_trends(path)
     assert trends["A4"] == rows[0]
-    claims = write_claims(tmp_path / "c.json", [Claim("A4", "partly", "x", "ge", anchor="v")])
+    claims = write_claims(
+        tmp_path / "c.json", [Claim("A4", "partly", "x", "ge", anchor="v", scale="s")]
+    )
     md = claims_markdown(read_claims([claims]), trends)
-    header = md.splitlines()[0].split("|")
-    assert header[4].strip() == "trend with size"
-    a4 = next(line for line in md.splitlines() if line.startswith("| **A4**"))
-    cells = a4.split(" | ")
-    assert cells[3] == "{ref}`grows with size <scale-a4>` (slope 0.2 \\[0.1, 0.3\\])"
-    b1 = next(line for line in md.splitlines() if line.startswith("| **B1**"))
-    assert b1.split(" | ")[3] == "—"  # not on the ladder
-    # every row has as many cells as the header
+    details = md.split("**Details of each evidence row**")[1]
+    a4 = details.split("- **A4**")[1].split("- **")[0]
+    assert "  - trend with size: {ref}`grows with size <scale-a4>` (slope 0.2 \\[0.1, 0.3\\])" in a4
+    assert "- **A1**\n  - trend with size: {ref}`no trend resolvable <scale-a1>`" in details
+    assert "- **B1**" not in details  # neither on the ladder nor tested
+    # every row of the table has as many cells as the header
     table = [line for line in md.splitlines() if line.startswith("|")]
-    assert {line.count(" | ") for line in table[2:]} == {len(header) - 3}
+    assert {line.count(" | ") for line in [table[0], *table[2:]]} == {3}
     assert main([str(tmp_path / "o.md"), "--trends", str(path), str(claims)]) == 0
     assert "grows with size" in (tmp_path / "o.md").read_text()
 

@@ -70,13 +70,16 @@ def test_a_hostile_claim_row_reaches_the_table_and_the_abstract_as_text(tmp_path
         unit=HOSTILE[1],
         seeds_agreeing="1 of 1",
         robust=HOSTILE[3],
+        scale=HOSTILE[2],
     )
     table = claims_markdown({"A2": [row]})
-    rendered = MD.render(table)
+    assert table.startswith("```{table}\n:class: claims-table\n")
+    # the directive's body is parsed as Markdown in the book: render it as such here
+    rendered = MD.render(table.replace("```{table}\n:class: claims-table\n", "").replace("```", ""))
     assert "<img" not in rendered and "<a " not in rendered and "<strong>bold" not in rendered
     assert evil in html.unescape(rendered)
-    row_cells = [r for r in table.splitlines() if r.startswith("| **A2**")][0]
-    assert len(re.findall(r"(?<!\\)\|", row_cells)) == 12  # 11 columns, none split
+    row_cells = [r for r in table.splitlines() if r.startswith("| **A2:")][0]
+    assert len(re.findall(r"(?<!\\)\|", row_cells)) == 5  # 4 columns, none split
 
     abstract = abstract_markdown(write_claims(tmp_path / "c.json", [row]))
     body = "\n".join(abstract.splitlines()[2:-1])  # inside the admonition directive
