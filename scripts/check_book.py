@@ -196,6 +196,19 @@ def reader_problems(dom: str, page: Path, root: Path) -> list[str]:
     return problems
 
 
+def unpinned_provenance(dom: str, tree_clean: bool) -> list[str]:
+    """Provenance lines that say "uncommitted changes" in a book built from a work tree that is
+    clean now (the line must pin the code: pipeline outputs and ``dvc.lock`` never make it
+    dirty). Nothing to say when the tree is not clean, or not a git tree."""
+    if not tree_clean:
+        return []
+    lines = re.findall(r'<div class="provenance">(.*?)</div>', dom, flags=re.DOTALL)
+    bad = [line for line in lines if "uncommitted changes" in line]
+    return (
+        [f"{len(bad)} provenance line(s) name uncommitted changes in a clean tree"] if bad else []
+    )
+
+
 def console_errors(log: str) -> list[str]:
     """The error messages the page wrote to its console (uncaught exceptions, failed loads),
     from Chromium's stderr log."""
@@ -213,7 +226,9 @@ def console_errors(log: str) -> list[str]:
     ]
 
 
-def check_page(chromium: str, url: str, origin: str, workdir: Path, root: Path) -> list[str]:
+def check_page(
+    chromium: str, url: str, origin: str, workdir: Path, root: Path, tree_clean: bool = False
+) -> list[str]:
     netlog = workdir / "netlog.json"
     cmd = [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={workdir / 'profile'}",
            f"--log-net-log={netlog}", "--dump-dom", url]  # fmt: skip
@@ -232,11 +247,23 @@ def check_page(chromium: str, url: str, origin: str, workdir: Path, root: Path) 
         problems.append("no claims table (class claims-table) on the introduction")
     if page.parts[:1] == ("chapters",):
         problems += reader_problems(dom, page, root)
+        problems += unpinned_provenance(dom, tree_clean)
     layout = [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={workdir / 'layout'}", "--dump-dom",
               origin.rstrip("/") + LAYOUT_PREFIX + page.as_posix()]  # fmt: skip
     laid = subprocess.run(layout, capture_output=True, text=True, timeout=120)
     problems += layout_problems(laid.stdout)
     return problems
+
+
+def _tree_clean(html_root: Path) -> bool:
+    """Whether the repository the book was built in (``<repo>/book/_build/html``) is a git tree
+    with a commit and nothing changed but what a pipeline run writes."""
+    repo = html_root.parents[2] if len(html_root.parents) > 2 else html_root
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from geolib.report.provenance import git_state
+
+    state = git_state(repo)
+    return state["commit"] is not None and state["dirty"] is False
 
 
 def main(argv: list[str]) -> int:
@@ -257,10 +284,11 @@ def main(argv: list[str]) -> int:
         "intro.html",
         *sorted(p.relative_to(root).as_posix() for p in root.glob("chapters/*.html")),
     ]
+    tree_clean = _tree_clean(root)
     report: dict[str, list[str]] = {}
     for page in pages:
         with tempfile.TemporaryDirectory() as tmp:
-            report[page] = check_page(chromium, origin + page, origin, Path(tmp), root)
+            report[page] = check_page(chromium, origin + page, origin, Path(tmp), root, tree_clean)
     server.shutdown()
     if server.failures:
         report["local server"] = sorted(set(server.failures))

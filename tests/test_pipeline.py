@@ -433,6 +433,18 @@ def test_reader_check_flags_code_first_bare_figures_and_dead_table_links(tmp_pat
     assert check_book.reader_problems(in_code, page, tmp_path) == []
 
 
+def test_a_dirty_provenance_line_is_flagged_only_when_the_tree_is_clean():
+    check_book = _load_script("check_book")
+    line = '<div class="provenance"><small>commit <code>abc + uncommitted changes to x.py</code>'
+    dom = f"{line}</small></div>"
+    assert check_book.unpinned_provenance(dom, tree_clean=True) == [
+        "1 provenance line(s) name uncommitted changes in a clean tree"
+    ]
+    assert check_book.unpinned_provenance(dom, tree_clean=False) == []
+    pinned = '<div class="provenance"><small>commit <code>abc1234</code></small></div>'
+    assert check_book.unpinned_provenance(pinned, tree_clean=True) == []
+
+
 def test_the_layout_page_frames_the_book_page_at_each_width_and_reports_back():
     check_book = _load_script("check_book")
     page = check_book.layout_page("intro.html")
