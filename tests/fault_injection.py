@@ -235,8 +235,8 @@ def faults(base: Path, scratch: Path) -> dict[str, Callable[[], str]]:
     def claim_pipe_newline():
         from geolib.report.claims import Claim, claims_markdown
 
-        md = claims_markdown({"A1": [Claim("A1", "reproduced", "a | b\nc", "ch")]})
-        row = next(line for line in md.splitlines() if line.startswith("| **A1**"))
+        md = claims_markdown({"A1": [Claim("A1", "reproduced", "a | b\nc", "ch", scale="s")]})
+        row = next(line for line in md.splitlines() if line.startswith("| **A1:"))
         return RECOVERED if "a \\| b c" in row else SILENT
 
     def claim_html(field: str):
@@ -247,8 +247,16 @@ def faults(base: Path, scratch: Path) -> dict[str, Callable[[], str]]:
         from geolib.report.claims import Claim, claims_markdown
 
         evil = "<img src=x onerror=alert(document.domain)>"
-        claim = Claim("A2", "reproduced", chapter="chord_arc", **{"key_number": "k", field: evil})
-        rendered = MarkdownIt("commonmark").enable("table").render(claims_markdown({"A2": [claim]}))
+        claim = Claim(
+            "A2",
+            "reproduced",
+            chapter="chord_arc",
+            **{"key_number": "k", "scale": "s", field: evil},
+        )
+        md = claims_markdown({"A2": [claim]})
+        # the table directive's body is Markdown in the book: render it as such
+        body = md.replace("```{table}\n:class: claims-table\n", "").replace("```", "")
+        rendered = MarkdownIt("commonmark").enable("table").render(body)
         return SILENT if "<img" in rendered else RECOVERED
 
     def claim_link_name():
@@ -516,6 +524,7 @@ def faults(base: Path, scratch: Path) -> dict[str, Callable[[], str]]:
         "claim key number with | and a newline": claim_pipe_newline,
         "claim key number with an <img onerror> tag": lambda: claim_html("key_number"),
         "claim robustness word with an <img onerror> tag": lambda: claim_html("robust"),
+        "claim scale with an <img onerror> tag": lambda: claim_html("scale"),
         "claim anchor that would break out of its link": claim_link_name,
         "StreamingCovariance: NaN in a later chunk": covariance_nan_chunk,
         "isoscore_star: C0 not positive semidefinite": non_psd_c0,
