@@ -159,10 +159,24 @@ def summary(results: list[tuple[str, int, float]], lanes: int, t0: float) -> int
     return 1 if bad else 0
 
 
+#: glibc malloc settings of every lane: no ``mmap`` for large blocks and no trimming, so a freed
+#: array's pages are reused instead of returned to the kernel and faulted in (zeroed) again on
+#: the next allocation. Measured alone on 2 cores, one thread: the smoke frequency-collapse
+#: analysis (BCa jackknives of 4,096-type stacks) 83.7 s -> 49.5 s (system time 44 s -> 6.6 s),
+#: the default models' training step 6-14% more tokens/s (pythia, olmo) and 10-26% (bert);
+#: outputs and checkpoints bitwise the same, peak memory within 5%. Other allocators ignore them.
+MALLOC_ENV = {
+    "MALLOC_MMAP_MAX_": "0",
+    "MALLOC_TRIM_THRESHOLD_": str(64 << 30),
+    "MALLOC_TOP_PAD_": str(256 << 20),
+}
+
+
 def lane_env(lanes: int, cores: int | None = None) -> dict[str, str]:
-    """The environment of one lane: its share of the cores for torch (OpenMP) threads."""
+    """The environment of one lane: its share of the cores for torch (OpenMP) threads, and
+    :data:`MALLOC_ENV` unless the caller's environment sets those variables itself."""
     threads = max(1, (cores or os.cpu_count() or 1) // lanes)
-    return os.environ | {"OMP_NUM_THREADS": str(threads), "GEOLIB_JOBS": str(lanes)}
+    return MALLOC_ENV | os.environ | {"OMP_NUM_THREADS": str(threads), "GEOLIB_JOBS": str(lanes)}
 
 
 def run(

@@ -590,6 +590,8 @@ def test_lanes_run_matched_stages_side_by_side_and_stop_after_a_failure(tmp_path
         lanes.matching(names, ["tarin_*"])
     assert lanes.lane_env(2, cores=4)["OMP_NUM_THREADS"] == "2"
     assert lanes.lane_env(4, cores=2)["OMP_NUM_THREADS"] == "1"  # never 0 threads
+    env = lanes.lane_env(2, cores=2)
+    assert env["MALLOC_MMAP_MAX_"] == "0" and int(env["MALLOC_TRIM_THRESHOLD_"]) >= 1 << 30
 
     results = lanes.run(["a", "b"], lanes=2, root=tmp_path)
     events = log.read_text().split("\n")
