@@ -15,6 +15,9 @@ forgetting) first, so that the long quantization stage runs beside the Paper A t
 of alone at the end; then the training, longest first; then the analyses and the chapters.
 No barrier waits for a whole group: a lane idles only when no stage is ready.
 
+Every stage run is timed: wall and CPU seconds (its whole process tree) and peak memory go to
+stderr and, as one CSV row, to ``--log`` (default ``logs/lanes.csv``, appended run after run).
+
 Stages given as patterns (``fnmatch``, e.g. ``'sweep_train@*'``) run the same way but must be
 independent of one another, their upstream up to date (``--single-item`` does not look upstream).
 
@@ -29,6 +32,7 @@ of lanes (threads per run) on one machine; another thread count differs in the l
 from __future__ import annotations
 
 import argparse
+import csv
 import fnmatch
 import os
 import subprocess
@@ -70,6 +74,20 @@ PRIORITY = [
     "scale_frequency_collapse_tables",
     # the chapters, the book last (it depends on all of them)
     "*",
+]
+
+#: one row per stage run, appended by every ``make all`` / profile run (``--log``)
+LOG = Path("logs") / "lanes.csv"
+LOG_COLUMNS = [
+    "started_utc",
+    "stage",
+    "exit",
+    "wall_s",
+    "cpu_s",
+    "user_s",
+    "system_s",
+    "peak_rss_gib",
+    "lanes",
 ]
 
 
@@ -128,7 +146,7 @@ def to_run(upstream: Mapping[str, set[str]], changed: set[str]) -> set[str]:
     return out
 
 
-def pipeline(lanes: int, root: Path = ROOT, dry: bool = False) -> int:
+def pipeline(lanes: int, root: Path = ROOT, dry: bool = False, log: Path | None = LOG) -> int:
     """The whole pipeline, every stage to run as soon as its upstream is done (``dry``: list
     them in priority order, run nothing)."""
     t0 = time.perf_counter()
@@ -145,7 +163,7 @@ def pipeline(lanes: int, root: Path = ROOT, dry: bool = False) -> int:
         print("\n".join(order))
         return 0
     waits = {n: upstream[n] & run_set for n in order}
-    return summary(run(order, lanes, root, waits=waits), lanes, t0)
+    return summary(run(order, lanes, root, waits=waits, log=log), lanes, t0)
 
 
 def summary(results: list[tuple[str, int, float]], lanes: int, t0: float) -> int:
@@ -179,18 +197,59 @@ def lane_env(lanes: int, cores: int | None = None) -> dict[str, str]:
     return MALLOC_ENV | os.environ | {"OMP_NUM_THREADS": str(threads), "GEOLIB_JOBS": str(lanes)}
 
 
+def run_measured(
+    cmd: list[str], root: Path, env: Mapping[str, str]
+) -> tuple[int, os.struct_rusage]:
+    """Run ``cmd``; its exit code and resource usage. ``wait4`` reports the child's own usage
+    plus that of every descendant it waited for (DVC waits for the stage's command), so CPU
+    seconds are the stage's whole process tree; peak memory is the largest single process."""
+    proc = subprocess.Popen(cmd, cwd=root, env=env)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, usage
+
+
+def append_record(
+    path: Path, name: str, code: int, seconds: float, usage: os.struct_rusage, lanes: int
+) -> None:
+    """Append one stage's row to the CSV ``path`` (its header first if the file is new)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    new = not path.exists() or path.stat().st_size == 0
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - seconds))
+    row = [
+        started,
+        name,
+        code,
+        f"{seconds:.1f}",
+        f"{usage.ru_utime + usage.ru_stime:.1f}",
+        f"{usage.ru_utime:.1f}",
+        f"{usage.ru_stime:.1f}",
+        f"{usage.ru_maxrss / 2**20:.3f}",
+        lanes,
+    ]
+    with path.open("a", newline="") as f:
+        writer = csv.writer(f)
+        if new:
+            writer.writerow(LOG_COLUMNS)
+        writer.writerow(row)
+
+
 def run(
     names: list[str],
     lanes: int,
     root: Path = ROOT,
     force: bool = False,
     waits: Mapping[str, set[str]] | None = None,
+    log: Path | None = None,
 ) -> list[tuple[str, int, float]]:
     """Reproduce each stage, ``lanes`` at a time (``force``: even if up to date, for timing);
     ``(name, exit code, seconds)`` per stage, in the order of ``names``. A stage starts once every
     stage in ``waits[name]`` (its upstream among ``names``) has ended with exit 0; a free lane
     takes the first such stage in ``names``. After a failure no new stage starts (those running
-    finish); the stages never started are reported with exit code -1."""
+    finish); the stages never started are reported with exit code -1. ``log``: a CSV (relative
+    to ``root``) that gets one row per stage run: wall and CPU seconds, peak memory."""
+    if log is not None and not log.is_absolute():
+        log = root / log
     waits = {n: set((waits or {}).get(n, ())) for n in names}
     unknown = {u for n in names for u in waits[n]} - set(names)
     if unknown:
@@ -205,10 +264,18 @@ def run(
         nonlocal running, failed
         t0 = time.perf_counter()
         cmd = [*dvc(), "--wait-for-lock", "repro", "--single-item", *(["-f"] * force), name]
-        code = subprocess.run(cmd, cwd=root, env=env).returncode
+        code, usage = run_measured(cmd, root, env)
         seconds = time.perf_counter() - t0
-        print(f"lanes: {name}: exit {code}, {seconds:.0f} s", file=sys.stderr, flush=True)
+        cpu = usage.ru_utime + usage.ru_stime
+        print(
+            f"lanes: {name}: exit {code}, {seconds:.0f} s "
+            f"(CPU {cpu:.0f} s, peak memory {usage.ru_maxrss / 2**20:.2f} GiB)",
+            file=sys.stderr,
+            flush=True,
+        )
         with cond:
+            if log is not None:
+                append_record(log, name, code, seconds, usage, lanes)
             results.append((name, code, seconds))
             failed |= code != 0
             if code == 0:
@@ -244,19 +311,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--force", action="store_true", help="rerun the matched stages even if up to date"
     )
+    parser.add_argument(
+        "--log",
+        type=Path,
+        default=LOG,
+        help=f"CSV that gets a row per stage run: wall, CPU seconds, peak memory (default {LOG})",
+    )
     args = parser.parse_args(argv)
     if args.lanes < 1:
         parser.error("--lanes must be >= 1")
     if args.pipeline == bool(args.patterns):
         parser.error("give --pipeline or stage patterns (not both)")
     if args.pipeline:
-        return pipeline(args.lanes, dry=args.dry)
+        return pipeline(args.lanes, dry=args.dry, log=args.log)
     names = matching(stage_names(), args.patterns)
     if args.dry:
         print("\n".join(names))
         return 0
     t0 = time.perf_counter()
-    return summary(run(names, args.lanes, force=args.force), args.lanes, t0)
+    return summary(run(names, args.lanes, force=args.force, log=args.log), args.lanes, t0)
 
 
 if __name__ == "__main__":

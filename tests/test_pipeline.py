@@ -1,9 +1,11 @@
 """Consistency of the pipeline wiring: notebooks ↔ dvc.yaml ↔ params.yaml ↔ book."""
 
 import copy
+import csv
 import io
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -603,6 +605,30 @@ def test_lanes_run_matched_stages_side_by_side_and_stop_after_a_failure(tmp_path
     results = lanes.run(["bad", "c", "d", "e"], lanes=1, root=tmp_path)
     assert [r[:2] for r in results] == [("bad", 3), ("c", -1), ("d", -1), ("e", -1)]
     assert log.read_text().split() == ["start", "bad", "4", "1"]  # nothing started after it
+
+
+def test_lanes_record_each_stage_cpu_seconds_of_its_whole_process_tree(tmp_path, monkeypatch):
+    """``--log``: one CSV row per stage run; the CPU seconds include the grandchild that does
+    the work (the stage's command under DVC), and a failed stage is recorded too."""
+    lanes = _load_script("lanes")
+    fake = tmp_path / "dvc"
+    burn = "import time; t = time.process_time()\nwhile time.process_time() - t < 0.4: pass"
+    fake.write_text(
+        f"#!/bin/sh\n{sys.executable} -c '{burn}'\ncase \"$4\" in bad*) exit 3;; esac\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setattr(lanes, "dvc", lambda: [str(fake)])
+    log = Path("logs") / "lanes.csv"  # relative: under root
+    lanes.run(["a"], lanes=1, root=tmp_path, log=log)
+    lanes.run(["bad"], lanes=1, root=tmp_path, log=log)
+    rows = list(csv.DictReader((tmp_path / log).open()))
+    assert [(r["stage"], r["exit"]) for r in rows] == [("a", "0"), ("bad", "3")]
+    for r in rows:
+        assert float(r["cpu_s"]) >= 0.4  # the burner's CPU time, two processes down
+        assert float(r["wall_s"]) >= float(r["cpu_s"]) - 0.05  # one core: CPU <= wall
+        cpu = float(r["user_s"]) + float(r["system_s"])
+        assert abs(float(r["cpu_s"]) - cpu) <= 0.11
+        assert 0 < float(r["peak_rss_gib"]) < 4
 
 
 def _path_root(path: str) -> str:
