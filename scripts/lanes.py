@@ -179,10 +179,12 @@ def summary(results: list[tuple[str, int, float]], lanes: int, t0: float) -> int
 
 #: glibc malloc settings of every lane: no ``mmap`` for large blocks and no trimming, so a freed
 #: array's pages are reused instead of returned to the kernel and faulted in (zeroed) again on
-#: the next allocation. Measured alone on 2 cores, one thread: the smoke frequency-collapse
-#: analysis (BCa jackknives of 4,096-type stacks) 83.7 s -> 49.5 s (system time 44 s -> 6.6 s),
-#: the default models' training step 6-14% more tokens/s (pythia, olmo) and 10-26% (bert);
-#: outputs and checkpoints bitwise the same, peak memory within 5%. Other allocators ignore them.
+#: the next allocation. Training already asks for this in-process
+#: (``geolib.models.train.keep_freed_memory``); the environment extends it to every process of
+#: every stage: analyses, notebooks, DVC. Measured alone on 2 cores, one thread: the smoke
+#: frequency-collapse analysis (BCa jackknives over 4,096 token types) 83.7 s -> 49.5 s (system
+#: time 44 s -> 6.6 s), its outputs bitwise the same, peak memory +3%. Other allocators ignore
+#: these variables.
 MALLOC_ENV = {
     "MALLOC_MMAP_MAX_": "0",
     "MALLOC_TRIM_THRESHOLD_": str(64 << 30),
