@@ -96,6 +96,15 @@ function measure() {
     });
   }
   document.getElementById("layout-report").textContent = JSON.stringify(found);
+  const figs = [];  // every figure at the first width: drawn and shown width (CSS px)
+  const d = frames[0].contentDocument;
+  (d.querySelector("article") || d.body).querySelectorAll("img").forEach(img => {
+    if (img.naturalWidth > 0) {
+      figs.push({src: img.getAttribute("src"), natural: img.naturalWidth,
+                 shown: Math.round(img.getBoundingClientRect().width)});
+    }
+  });
+  document.getElementById("figure-report").textContent = JSON.stringify(figs);
 }
 frames.forEach(f => f.addEventListener("load", () => {
   if (++loaded === frames.length) setTimeout(measure, 3000);
@@ -103,9 +112,24 @@ frames.forEach(f => f.addEventListener("load", () => {
 """
     return (
         '<!doctype html><html><body style="margin:0;width:3000px">'
-        f'{frames}<pre id="layout-report">not measured</pre><script>{script}</script>'
+        f'{frames}<pre id="layout-report">not measured</pre>'
+        f'<pre id="figure-report">[]</pre><script>{script}</script>'
         "</body></html>"
     )
+
+
+_FIGURES = re.compile(r'<pre id="figure-report">(.*?)</pre>', re.DOTALL)
+#: below this display scale (shown ÷ drawn width, at 1280 px) a figure's text is usually too
+#: small to read; reported, not yet an error (issue 27 #3 resizes the figures)
+MIN_FIGURE_SCALE = 0.6
+
+
+def figure_scales(dom: str) -> list[dict]:
+    """Every figure of the page :func:`layout_page` framed at the first width: ``src``,
+    ``natural`` (drawn) and ``shown`` width in px, and ``scale`` = shown ÷ natural."""
+    m = _FIGURES.search(dom)
+    figs = json.loads(html.unescape(m.group(1))) if m else []
+    return [f | {"scale": f["shown"] / f["natural"]} for f in figs]
 
 
 def layout_problems(dom: str) -> list[str]:
@@ -227,8 +251,16 @@ def console_errors(log: str) -> list[str]:
 
 
 def check_page(
-    chromium: str, url: str, origin: str, workdir: Path, root: Path, tree_clean: bool = False
+    chromium: str,
+    url: str,
+    origin: str,
+    workdir: Path,
+    root: Path,
+    tree_clean: bool = False,
+    figures: list[dict] | None = None,
 ) -> list[str]:
+    """What is wrong with the book page at ``url``; its figures' display scales are appended to
+    ``figures`` (if given)."""
     netlog = workdir / "netlog.json"
     cmd = [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={workdir / 'profile'}",
            f"--log-net-log={netlog}", "--dump-dom", url]  # fmt: skip
@@ -252,7 +284,28 @@ def check_page(
               origin.rstrip("/") + LAYOUT_PREFIX + page.as_posix()]  # fmt: skip
     laid = subprocess.run(layout, capture_output=True, text=True, timeout=120)
     problems += layout_problems(laid.stdout)
+    if figures is not None:
+        figures.extend(f | {"page": page.as_posix()} for f in figure_scales(laid.stdout))
     return problems
+
+
+def figure_summary(figures: list[dict]) -> str:
+    """One paragraph on the figures' display scales at 1280 px: how many, their range and
+    median, and each one shown below :data:`MIN_FIGURE_SCALE` (page, file, scale)."""
+    if not figures:
+        return "figures: none found"
+    scales = sorted(f["scale"] for f in figures)
+    small = sorted((f for f in figures if f["scale"] < MIN_FIGURE_SCALE), key=lambda f: f["scale"])
+    lines = [
+        f"figures at 1280 px: {len(figures)}, display scale {scales[0]:.2f}–{scales[-1]:.2f} "
+        f"(median {scales[len(scales) // 2]:.2f}); {len(small)} below {MIN_FIGURE_SCALE}"
+    ]
+    lines += [
+        f"  {f['scale']:.2f}  {f['natural']} px shown at {f['shown']} px  "
+        f"{f['page']}: {Path(f['src']).name}"
+        for f in small
+    ]
+    return "\n".join(lines)
 
 
 def _tree_clean(html_root: Path) -> bool:
@@ -286,15 +339,19 @@ def main(argv: list[str]) -> int:
     ]
     tree_clean = _tree_clean(root)
     report: dict[str, list[str]] = {}
+    figures: list[dict] = []
     for page in pages:
         with tempfile.TemporaryDirectory() as tmp:
-            report[page] = check_page(chromium, origin + page, origin, Path(tmp), root, tree_clean)
+            report[page] = check_page(
+                chromium, origin + page, origin, Path(tmp), root, tree_clean, figures
+            )
     server.shutdown()
     if server.failures:
         report["local server"] = sorted(set(server.failures))
     bad = {k: v for k, v in report.items() if v}
     for page in pages:
         print(f"{'FAIL' if report[page] else 'ok  '} {page}")
+    print(figure_summary(figures))
     if bad:
         print(json.dumps(bad, indent=2), file=sys.stderr)
         return 1

@@ -2,6 +2,7 @@
 
 import copy
 import csv
+import html
 import io
 import json
 import re
@@ -459,6 +460,17 @@ def test_the_layout_page_frames_the_book_page_at_each_width_and_reports_back():
         "not measured"
         in check_book.layout_problems('<pre id="layout-report">not measured</pre>')[0]
     )
+    # figures: the layout page reports drawn and shown widths; the scale is their ratio
+    assert 'id="figure-report"' in page
+    figs = [{"src": "../_images/a.png", "natural": 2000, "shown": 690},
+            {"src": "../_images/b.png", "natural": 690, "shown": 690}]  # fmt: skip
+    dom = f'<pre id="figure-report">{html.escape(json.dumps(figs))}</pre>'
+    scales = check_book.figure_scales(dom)
+    assert [f["scale"] for f in scales] == [0.345, 1.0]
+    summary = check_book.figure_summary([f | {"page": "chapters/x.html"} for f in scales])
+    assert "2, display scale 0.34–1.00" in summary and "1 below 0.6" in summary
+    assert "0.34  2000 px shown at 690 px  chapters/x.html: a.png" in summary
+    assert check_book.figure_summary([]) == "figures: none found"
 
 
 @pytest.mark.parametrize(
