@@ -26,6 +26,15 @@ MAX_PARAMS_VALUES = 1_000_000
 
 
 _MERGE = "tag:yaml.org,2002:merge"
+#: the tag of a profile mapping that replaces the default's whole mapping instead of merging
+#: into it (its keys may differ: e.g. the paper profile's evaluation splits, named for the hub
+#: corpus's domains)
+REPLACE_TAG = "!replace"
+
+
+class Replace(dict):
+    """A mapping tagged ``!replace`` in a profile: :func:`apply_profile` puts it in place of the
+    default mapping whole (a plain ``dict`` after the merge), rather than key by key."""
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -56,6 +65,17 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+def _construct_replace(loader: _UniqueKeyLoader, node: yaml.Node) -> Replace:
+    if not isinstance(node, yaml.MappingNode):
+        raise yaml.constructor.ConstructorError(
+            None, None, f"{REPLACE_TAG} tags a mapping, got a {node.id}", node.start_mark
+        )
+    return Replace(loader.construct_mapping(node, deep=True))
+
+
+_UniqueKeyLoader.add_constructor(REPLACE_TAG, _construct_replace)
+
+
 def _numbers(value: Any, budget: list[int]) -> Any:
     """``value`` with every string that is a YAML 1.2 exponent float (``1e-3``) made a float;
     ``budget[0]`` counts down the values visited (an error when spent)."""
@@ -64,8 +84,8 @@ def _numbers(value: Any, budget: list[int]) -> Any:
         raise ValueError(
             f"more than {MAX_PARAMS_VALUES:,} values once aliases are expanded (an alias bomb?)"
         )
-    if isinstance(value, dict):
-        return {k: _numbers(v, budget) for k, v in value.items()}
+    if isinstance(value, dict):  # a Replace stays one (its tag matters to apply_profile)
+        return type(value)({k: _numbers(v, budget) for k, v in value.items()})
     if isinstance(value, list):
         return [_numbers(v, budget) for v in value]
     if isinstance(value, str) and _SCI_FLOAT.fullmatch(value.strip()):
@@ -140,11 +160,22 @@ def deep_update(base: dict[str, Any], update: Mapping[str, Any]) -> dict[str, An
     """Recursively merge ``update`` into a copy of ``base`` (profiles override defaults)."""
     out = dict(base)
     for key, value in update.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+        if isinstance(value, Replace):
+            out[key] = _plain(value)
+        elif isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
             out[key] = deep_update(dict(out[key]), value)
         else:
             out[key] = value
     return out
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with every :class:`Replace` in it a plain ``dict`` (safe to dump as YAML)."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
 
 
 def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -152,7 +183,7 @@ def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     flat: dict[str, Any] = {}
     for key, value in tree.items():
         name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
+        if isinstance(value, Mapping) and not isinstance(value, Replace):  # Replace: one value
             flat.update(flatten(value, name + "."))
         else:
             flat[name] = value
@@ -163,12 +194,34 @@ def apply_profile(params: Mapping[str, Any], profile: Mapping[str, Any]) -> dict
     """``params`` with a profile's keys replaced (e.g. ``profiles/smoke.yaml``).
 
     A profile holds only the keys it changes, nested like ``params.yaml``; every key must
-    already exist in ``params`` so a profile cannot silently drift from the defaults.
+    already exist in ``params`` so a profile cannot silently drift from the defaults. A mapping
+    tagged ``!replace`` (:class:`Replace`) replaces the default's mapping whole: the key must
+    exist and hold a mapping, the keys inside may differ.
     """
-    unknown = sorted(set(flatten(profile)) - set(flatten(params)))
+    flat = flatten(params)
+    mappings = _mapping_keys(params)
+    unknown = sorted(set(flatten(profile)) - set(flat) - mappings)
     if unknown:
         raise KeyError(f"profile keys not in the parameters: {unknown}")
+    for key, value in flatten(profile).items():
+        if isinstance(value, Replace) and key not in mappings:
+            raise KeyError(f"profile key {key!r} is {REPLACE_TAG} but the default is no mapping")
+        if key in mappings and not isinstance(value, Replace):
+            raise KeyError(
+                f"profile key {key!r} replaces a mapping with a {type(value).__name__}; "
+                f"tag a mapping {REPLACE_TAG} to replace it whole"
+            )
     return deep_update(dict(params), profile)
+
+
+def _mapping_keys(tree: Mapping[str, Any], prefix: str = "") -> set[str]:
+    """The dotted keys of ``tree`` that hold a non-empty mapping."""
+    keys: set[str] = set()
+    for key, value in tree.items():
+        if isinstance(value, Mapping) and value:
+            keys.add(f"{prefix}{key}")
+            keys |= _mapping_keys(value, f"{prefix}{key}.")
+    return keys
 
 
 # ----------------------------------------------------------------------------- typed values

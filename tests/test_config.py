@@ -1,9 +1,17 @@
+import re
 import time
 
 import pytest
 import yaml
 
-from geolib.config import apply_profile, deep_update, flatten, load_params, stage_params
+from geolib.config import (
+    Replace,
+    apply_profile,
+    deep_update,
+    flatten,
+    load_params,
+    stage_params,
+)
 
 
 @pytest.fixture
@@ -51,6 +59,32 @@ def test_apply_profile_replaces_only_existing_keys():
         apply_profile(params, {"train": {"model": {"dd": 8}}})
 
 
+def test_a_profile_mapping_tagged_replace_takes_the_place_of_the_default_whole(tmp_path):
+    """``!replace``: the keys inside may differ from the default's (the hub corpus's domains);
+    the key itself must exist and be a mapping; an untagged mapping still merges key by key;
+    the result is plain YAML again."""
+    params = {"q": {"splits": {"id_test": "a", "ood_bible": "b"}, "n": 1}}
+    profile_file = tmp_path / "p.yaml"
+    profile_file.write_text("q:\n  splits: !replace\n    id_test: a\n    ood_c4_en: 1e-3\n")
+    profile = load_params(profile_file)
+    out = apply_profile(params, profile)
+    assert out == {"q": {"splits": {"id_test": "a", "ood_c4_en": 0.001}, "n": 1}}
+    assert type(out["q"]["splits"]) is dict
+    yaml.safe_dump(out)  # a Replace left in would not dump
+    assert params["q"]["splits"] == {"id_test": "a", "ood_bible": "b"}  # defaults untouched
+    with pytest.raises(KeyError, match=r"q\.splits\.ood_c4_en"):  # untagged: merged, checked
+        apply_profile(params, {"q": {"splits": {"ood_c4_en": "c"}}})
+    with pytest.raises(KeyError, match="no mapping"):
+        apply_profile(params, {"q": {"n": Replace({"x": 1})}})
+    with pytest.raises(KeyError, match=r"q\.nope"):
+        apply_profile(params, {"q": {"nope": Replace({"x": 1})}})
+    with pytest.raises(KeyError, match="replaces a mapping with a str"):
+        apply_profile(params, {"q": {"splits": "all"}})
+    (tmp_path / "bad.yaml").write_text("q:\n  splits: !replace [1, 2]\n")
+    with pytest.raises(ValueError, match="tags a mapping"):
+        load_params(tmp_path / "bad.yaml")
+
+
 def test_repository_profiles_only_override_existing_keys():
     """Every profile key must exist in params.yaml (a profile cannot drift from the defaults)."""
     from pathlib import Path
@@ -59,6 +93,50 @@ def test_repository_profiles_only_override_existing_keys():
     defaults = load_params(root / "params.yaml")
     for profile in sorted((root / "profiles").glob("*.yaml")):
         apply_profile(defaults, load_params(profile))
+
+
+def _corpus_domains(params: dict) -> set[str]:
+    """The domains the prepare stage writes under these parameters."""
+    from geolib.data.corpus import hub_domain
+
+    data = params["data"]
+    if data["source"] == "hub":
+        return {"id"} | {hub_domain(s) for s in data["hub"]["ood_subsets"]}
+    return set(data["domains"])
+
+
+def _token_domains(tree) -> set[str]:
+    """Every domain a ``data/tokens/<domain>/…`` path in ``tree`` names."""
+    found: set[str] = set()
+    if isinstance(tree, dict):
+        for value in tree.values():
+            found |= _token_domains(value)
+    elif isinstance(tree, list):
+        for value in tree:
+            found |= _token_domains(value)
+    elif isinstance(tree, str):
+        found |= set(re.findall(r"data/tokens/([^/]+)/", tree))
+    return found
+
+
+def test_every_profile_reads_only_the_domains_its_corpus_has():
+    """With a profile applied, every token file a section names and every domain the pretrained
+    probes list is one the prepare stage writes: the hub corpus's Paloma domains in the paper
+    profile, the registries' in the default (the paper path named the registries' domains
+    before, so its stages would have read files that never exist)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    defaults = load_params(root / "params.yaml")
+    for profile in [None, *sorted((root / "profiles").glob("*.yaml"))]:
+        params = defaults if profile is None else apply_profile(defaults, load_params(profile))
+        have = _corpus_domains(params)
+        named = _token_domains(params) | set(params["gradient_energy_pretrained"]["domains"])
+        assert named <= have, f"{profile}: {sorted(named - have)} not in the corpus {have}"
+        assert len(named) >= 4, named  # the check has something to check
+    paper = apply_profile(defaults, load_params(root / "profiles" / "paper.yaml"))
+    assert paper["data"]["source"] == "hub"
+    assert "ood_bible" not in paper["quantization"]["eval_tokens"]
 
 
 def test_bad_sections_and_yaml_name_the_file_and_section(tmp_path):

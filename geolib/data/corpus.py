@@ -6,7 +6,10 @@ npm), fetched and cached by :mod:`geolib.data.acquire`. The flow, one DVC stage 
     prepare   registries ──► data/raw/<source>/ (artifact + manifest.json)
                          ──► data/corpus/<domain>/<split>.jsonl, datasheet.json, datasheet.md
     tokenize  (geolib.data.tokenizer) ──► data/tokenizer/, data/tokens/<domain>/<split>.npy,
-                                     data/corpus/token_freq.csv
+                                     data/tokens/token_freq.csv
+
+Each stage writes one folder whole (``data/corpus``, ``data/tokens``), whatever domains it
+holds: the registries' ``ood_bible`` … or the hub corpus's ``ood_<Paloma subset>``.
 
 Rows of ``<split>.jsonl`` are ``{"doc_id", "source", "text"}``. A *work* (a play, a novel, a book
 of the Bible, one documentation page, one speech) is cut into *documents* at chapter/act
@@ -485,6 +488,12 @@ def write_datasheet(sheet: Mapping[str, Any], out_dir: str | Path) -> tuple[Path
 # ------------------------------------------------------------------------------------------------
 
 
+def hub_domain(subset: str) -> str:
+    """The corpus domain a hub OOD subset becomes: ``"c4_en"`` → ``"ood_c4_en"`` (its files
+    ``data/corpus/<domain>/test.jsonl``, ``data/tokens/<domain>/test.npy``)."""
+    return f"ood_{slug(subset).replace('-', '_')}"
+
+
 def prepare_hub_corpus(
     *,
     out_dir: str | Path = "data/corpus",
@@ -531,7 +540,7 @@ def prepare_hub_corpus(
     for subset in ood_subsets:
         data = datasets.load_dataset(ood_dataset, subset, split=ood_split)
         docs = rows(data, f"{slug(subset)}/doc")
-        domain = f"ood_{slug(subset).replace('-', '_')}"
+        domain = hub_domain(subset)
         write_jsonl(out_dir / domain / "test.jsonl", (d.row() for d in docs))
         sheet_domains[domain] = {
             "role": "out-of-distribution",

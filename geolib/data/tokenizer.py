@@ -244,7 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "corpus_dir": "data/corpus",
         "out_dir": "data/tokenizer",
         "tokens_dir": "data/tokens",
-        "freq_path": "data/corpus/token_freq.csv",
+        "freq_path": "data/tokens/token_freq.csv",
         "train_domain": "id",
         "vocab_size": 4096,
         "min_frequency": 2,

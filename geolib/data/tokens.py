@@ -5,7 +5,7 @@ separated by the end-of-text id): ``uint16`` when the vocabulary fits (≤ 65,53
 Pythia's), ``uint32`` otherwise (OLMo-2's 100k, Llama-3's 128k), the dtype in the ``.npy``
 header. Written by :mod:`geolib.data.tokenizer` and :mod:`geolib.models.pretrained`, read by
 every stage through :func:`load_tokens` (the one reader, which validates).
-``data/corpus/token_freq.csv`` lists every id's count. numpy, the standard library and files:
+``data/tokens/token_freq.csv`` lists every id's count. numpy, the standard library and files:
 reading a token array imports no acquisition or corpus code.
 """
 
