@@ -45,6 +45,33 @@ out["paloma"] = {
 }
 sheet = prepare_hub_corpus(out_dir=sys.argv[1], max_docs=None, log=lambda *_: None)
 out["corpus"] = sorted(p.name for p in Path(sys.argv[1]).iterdir() if p.is_dir())
+
+# hub models read the corpus text in their own tokenizer, never the pipeline's token ids
+from geolib.experiments.gradient_energy import stage_tokens
+from geolib.models.checkpoints import hub_tokenizer, shared_tokenizer, shared_vocab_size
+
+corpus = Path(sys.argv[1])
+p = {"runs": ["EleutherAI/pythia-70m", "allenai/OLMo-2-0425-1B"],
+     "revisions": ["step0"], "tokens": "nope.npy",
+     "unigram_tokens": "nope.npy", "text": str(corpus / "id" / "validation.jsonl"),
+     "unigram_text": str(corpus / "id" / "train.jsonl"), "max_text_tokens": 400}
+tokens, unigram = stage_tokens({**p, "runs": ["EleutherAI/pythia-70m"]})
+first = json.loads((corpus / "id" / "validation.jsonl").read_text().splitlines()[0])["text"]
+tok = hub_tokenizer("EleutherAI/pythia-70m", "step0")
+out["decoded"] = tok.decode(tokens[:50].tolist()) == first[: len(tok.decode(tokens[:50].tolist()))]
+out["sizes"] = [int(tokens.size), int(unigram.size), int(tokens.max()) < len(tok)]
+errors = {}
+for name, call in {
+    "vocab": lambda: shared_vocab_size(["EleutherAI/pythia-70m"], ["step0"]),
+    "mixed": lambda: shared_tokenizer(["EleutherAI/pythia-70m", str(corpus)], ["step0"]),
+    "no_text": lambda: stage_tokens({**p, "runs": ["EleutherAI/pythia-70m"], "text": None}),
+}.items():
+    try:
+        call()
+        errors[name] = "no error"
+    except ValueError as exc:
+        errors[name] = str(exc)
+out["errors"] = errors
 print(json.dumps(out))
 """
 
@@ -81,3 +108,7 @@ def test_the_fake_hub_resolves_offline_as_the_hub_does(tmp_path):
     assert out["pile"] == [24, ["meta", "text"]]
     assert out["paloma"] == {"c4_en": 24, "wikitext_103": 24, "m2d2_s2orc_unsplit": 24}
     assert out["corpus"] == ["id", "ood_c4_en", "ood_m2d2_s2orc_unsplit", "ood_wikitext_103"]
+    assert out["decoded"] is True and out["sizes"] == [400, 400, True]
+    assert "own tokenizer" in out["errors"]["vocab"]
+    assert "mixes our runs" in out["errors"]["mixed"]
+    assert "set `text` and `unigram_text`" in out["errors"]["no_text"]

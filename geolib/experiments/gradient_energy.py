@@ -14,7 +14,10 @@ and every checkpoint, in ascending order:
    (``geolib.measure.probes``), and G's second moment for the ceiling.
 
 Source and evaluation sequences are disjoint windows of the same token file (fitting and
-measuring on the same tokens would inflate the ratio). All runs use the same windows, so one
+measuring on the same tokens would inflate the ratio): the pipeline's for our runs; for hub
+models (e.g. the Pythia suite at its revisions), the corpus text ``text`` encoded with their
+one shared tokenizer (:func:`stage_tokens`; a section never mixes the two, since the same ids
+would name other words). All runs use the same windows, so one
 bootstrap resample of the evaluation sequences applies to every run, layer and step at once:
 that is how the pooled key numbers get their intervals.
 
@@ -60,8 +63,10 @@ from geolib.measure.probes import (
 from geolib.measure.stats import Interval, bootstrap_weights, percentile_interval
 from geolib.models.checkpoints import (
     checkpoints_of,
+    is_hub_id,
     load,
     revision_step,
+    shared_tokenizer,
     shared_vocab_size,
     training_mask_prob,
 )
@@ -430,6 +435,28 @@ def overlap_rows(results: list[RunResult], sources: list[int]) -> list[dict[str,
     return rows
 
 
+def stage_tokens(p: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """``(tokens, unigram_tokens)`` the section's runs read: the pipeline's token files for our
+    runs; for hub models (one tokenizer for all), the corpus files ``text`` and
+    ``unigram_text`` encoded with it, up to ``max_text_tokens`` each."""
+    runs, revisions = list(p["runs"]), p.get("revisions")
+    if not any(is_hub_id(r) for r in runs):
+        vocab = shared_vocab_size(runs, revisions)
+        return load_tokens(p["tokens"], vocab), load_tokens(p["unigram_tokens"], vocab)
+    tokenizer = shared_tokenizer(runs, revisions)
+    if not p.get("text") or not p.get("unigram_text"):
+        raise ValueError(
+            "hub models read text in their own tokenizer: set `text` and `unigram_text` "
+            "(corpus .jsonl files) in the section"
+        )
+    from geolib.models.pretrained import encode_domain
+
+    limit = int(p["max_text_tokens"])
+    return encode_domain(p["text"], tokenizer, limit), encode_domain(
+        p["unigram_text"], tokenizer, limit
+    )
+
+
 def run_stage(p: dict[str, Any], log=print) -> dict[str, Any]:
     """Run the whole analysis from a parameters mapping (the stage's section of params.yaml,
     merged over ``common``) and write the tables; returns the summary."""
@@ -438,8 +465,7 @@ def run_stage(p: dict[str, Any], log=print) -> dict[str, Any]:
     device = resolve_device(p["device"])
     out = Path(p["out_dir"])
     out.mkdir(parents=True, exist_ok=True)
-    vocab = shared_vocab_size(list(p["runs"]), p.get("revisions"))
-    tokens = load_tokens(p["tokens"], vocab)
+    tokens, unigram = stage_tokens(p)
     src, ev = split_windows(
         tokens, int(p["seq_len"]) + 1, int(p["n_source"]), int(p["n_eval"]), int(p["seed"])
     )
@@ -469,7 +495,7 @@ def run_stage(p: dict[str, Any], log=print) -> dict[str, Any]:
     overlap = pd.DataFrame(overlap_rows(results, [int(s) for s in p["frozen_sources"]]))
     write_table(out / "overlap.csv", overlap)
     losses = pd.DataFrame([row for r in results for row in r.losses])
-    losses["unigram_entropy"] = unigram_entropy(load_tokens(p["unigram_tokens"], vocab))
+    losses["unigram_entropy"] = unigram_entropy(unigram)
     write_table(out / "losses.csv", losses)
     checkpoints = pd.DataFrame([row for r in results for row in r.checkpoints])
     write_csv(out / "checkpoints.csv", checkpoints, index=False)

@@ -428,10 +428,71 @@ def vocab_size_of(source: str | Path, step_or_revision: int | str | None = None)
     return size
 
 
+def is_hub_id(source: str | Path) -> bool:
+    """Whether ``source`` names a hub model: ``org/name`` where neither it nor ``org`` is a
+    local folder (``runs/pyhtia`` beside ``runs/`` is a mistyped run, as :func:`load` says)."""
+    path = Path(source)
+    return (
+        not path.exists()
+        and not path.parent.is_dir()
+        and bool(re.fullmatch(r"[\w.-]+/[\w.-]+", str(source)))
+    )
+
+
 def shared_vocab_size(sources: list[str], revisions: list[str | int] | None = None) -> int:
     """The smallest vocabulary among ``sources`` (each at its first checkpoint): token ids
-    below it are valid input for every one of them."""
+    below it are valid input for every one of them. Our runs and local model folders only: a
+    hub model reads text in its own tokenizer, and the pipeline's ids would be valid numbers
+    naming other words (:func:`shared_tokenizer` is its path)."""
+    hub = [s for s in sources if is_hub_id(s)]
+    if hub:
+        raise ValueError(
+            f"{hub}: a hub model reads text encoded with its own tokenizer, not the pipeline's "
+            "token files (valid ids, other words); give the section a `text` file instead"
+        )
     return min(vocab_size_of(s, checkpoints_of(s, revisions)[0]) for s in sources)
+
+
+#: a text every tokenizer of a suite must encode identically to count as the same tokenizer
+_PROBE = "The geometry of representations: 1,024 tokens, naïve café — and \t<tab>."
+
+
+def hub_tokenizer(repo_id: str, revision: int | str | None = None, cache_dir=None):
+    """The tokenizer of hub model ``repo_id`` at ``revision`` (offline where the hub is)."""
+    rev = hub_revision(revision)
+    kw = {"revision": rev, "cache_dir": str(_cache_dir(cache_dir))}
+    try:
+        return AutoTokenizer.from_pretrained(repo_id, local_files_only=_offline(None), **kw)
+    except (OSError, ValueError) as exc:
+        raise MissingCheckpointError(
+            f"cannot load the tokenizer of {repo_id} at revision {rev!r}: "
+            f"{' '.join(str(exc).split())}"
+        ) from exc
+
+
+def shared_tokenizer(sources: list[str], revisions: list[str | int] | None):
+    """The one tokenizer of hub models ``sources`` (each at its first revision), which then
+    read the same token ids, so that their windows can be shared. An error if any source is
+    not a hub id (ours read the pipeline's token files) or two tokenizers differ (vocabulary
+    size or the ids of a probe text): such models are measured in separate sections."""
+    ours = [s for s in sources if not is_hub_id(s)]
+    if ours:
+        hub = [s for s in sources if is_hub_id(s)]
+        raise ValueError(
+            f"one section mixes our runs {ours} with hub models {hub}: they read different "
+            "token ids (the pipeline's tokenizer, their own); measure them in separate sections"
+        )
+    tokenizers = [hub_tokenizer(s, checkpoints_of(s, revisions)[0]) for s in sources]
+    first = tokenizers[0]
+    probe = first(_PROBE, add_special_tokens=False)["input_ids"]
+    for source, tok in zip(sources[1:], tokenizers[1:], strict=True):
+        ids = tok(_PROBE, add_special_tokens=False)["input_ids"]
+        if len(tok) != len(first) or ids != probe:
+            raise ValueError(
+                f"{source} and {sources[0]} use different tokenizers ({len(tok)} and "
+                f"{len(first)} ids); measure them in separate sections"
+            )
+    return first
 
 
 def checkpoints_of(source: str, revisions: list[str | int] | None) -> list[str | int]:
