@@ -9,7 +9,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 export DVC_NO_ANALYTICS := 1
 export PYTHONHASHSEED := 0
 
-.PHONY: all env test test-all test-device smoke lint bench clean-env
+.PHONY: all env test test-all test-device smoke rehearsal lint bench clean-env
 
 # dvc repro, with the many small training and measuring stages two at a time (scripts/lanes.py)
 all: env
@@ -40,6 +40,13 @@ test-device: env
 # they were; every file a stage opens is checked against its deps and outs.
 smoke: env
 	$(BIN)/python scripts/run_profile.py smoke --audit
+
+# The paper profile rehearsed offline (issue 25): profiles/rehearsal.yaml (the paper profile at
+# the smoke sizes) against a fake hub (scripts/fake_hub.py: tiny models and corpora under the
+# real hub names, HF_HUB_OFFLINE=1), in a scratch copy like `make smoke`.
+rehearsal: env
+	eval "$$($(BIN)/python scripts/fake_hub.py profile-runs/fake-hub)" && \
+	  $(BIN)/python scripts/run_profile.py rehearsal --audit
 
 lint: env
 	$(BIN)/ruff check .

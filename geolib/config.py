@@ -214,6 +214,41 @@ def apply_profile(params: Mapping[str, Any], profile: Mapping[str, Any]) -> dict
     return deep_update(dict(params), profile)
 
 
+#: a profile's own section: ``_profile: {extends: [NAME, ...]}`` applies the profiles
+#: ``profiles/NAME.yaml`` (beside it) first, in order, then its own keys
+PROFILE_SECTION = "_profile"
+
+
+def profile_chain(path: str | Path, _seen: tuple[Path, ...] = ()) -> list[dict[str, Any]]:
+    """The profiles to apply for the profile file ``path``, in order: those it extends (each
+    with its own chain), then its own keys (without ``_profile``). A cycle is an error."""
+    path = Path(path).resolve()
+    if path in _seen:
+        raise ValueError(f"profiles extend one another in a cycle: {[p.name for p in _seen]}")
+    data = load_params(path)
+    meta = data.pop(PROFILE_SECTION, {})
+    unknown = sorted(set(meta) - {"extends"})
+    if unknown:
+        raise KeyError(f"{path}: {PROFILE_SECTION} takes only 'extends', got {unknown}")
+    bases = meta.get("extends", [])
+    bases = [bases] if isinstance(bases, str) else list(bases)
+    chain: list[dict[str, Any]] = []
+    for name in bases:
+        base = path.parent / f"{name}.yaml"
+        if not base.is_file():
+            raise FileNotFoundError(f"{path}: extends {name!r}, but there is no {base}")
+        chain += profile_chain(base, (*_seen, path))
+    return [*chain, data]
+
+
+def apply_profiles(params: Mapping[str, Any], path: str | Path) -> dict[str, Any]:
+    """``params`` with the profile file ``path`` applied, its :func:`profile_chain` in order."""
+    out = dict(params)
+    for profile in profile_chain(path):
+        out = apply_profile(out, profile)
+    return out
+
+
 def _mapping_keys(tree: Mapping[str, Any], prefix: str = "") -> set[str]:
     """The dotted keys of ``tree`` that hold a non-empty mapping."""
     keys: set[str] = set()

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import yaml
 
-from geolib.config import apply_profile, load_params
+from geolib.config import apply_profiles, load_params
 from geolib.models import ladder
 from geolib.models.grid import check_grid, check_names_listed
 from geolib.models.replicas import check_listed
@@ -82,7 +82,7 @@ def merged_params(profile_file: Path, base: Path = ROOT / "params.yaml") -> dict
     """``params.yaml`` with the profile applied, its designs checked before anything runs: every
     sweep point trains at least ``grid.MIN_STEPS`` steps at its batch size, and the listed sweep
     points and saturation runs equal their designs (an error names the point and why)."""
-    params = apply_profile(load_params(base), load_params(profile_file))
+    params = apply_profiles(load_params(base), profile_file)
     try:
         check_grid(params)
         check_names_listed(params["saturation"])

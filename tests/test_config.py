@@ -7,6 +7,7 @@ import yaml
 from geolib.config import (
     Replace,
     apply_profile,
+    apply_profiles,
     deep_update,
     flatten,
     load_params,
@@ -92,7 +93,7 @@ def test_repository_profiles_only_override_existing_keys():
     root = Path(__file__).resolve().parents[1]
     defaults = load_params(root / "params.yaml")
     for profile in sorted((root / "profiles").glob("*.yaml")):
-        apply_profile(defaults, load_params(profile))
+        apply_profiles(defaults, profile)
 
 
 def _corpus_domains(params: dict) -> set[str]:
@@ -129,14 +130,68 @@ def test_every_profile_reads_only_the_domains_its_corpus_has():
     root = Path(__file__).resolve().parents[1]
     defaults = load_params(root / "params.yaml")
     for profile in [None, *sorted((root / "profiles").glob("*.yaml"))]:
-        params = defaults if profile is None else apply_profile(defaults, load_params(profile))
+        params = defaults if profile is None else apply_profiles(defaults, profile)
         have = _corpus_domains(params)
         named = _token_domains(params) | set(params["gradient_energy_pretrained"]["domains"])
         assert named <= have, f"{profile}: {sorted(named - have)} not in the corpus {have}"
         assert len(named) >= 4, named  # the check has something to check
-    paper = apply_profile(defaults, load_params(root / "profiles" / "paper.yaml"))
+    paper = apply_profiles(defaults, root / "profiles" / "paper.yaml")
     assert paper["data"]["source"] == "hub"
     assert "ood_bible" not in paper["quantization"]["eval_tokens"]
+
+
+#: keys a rehearsal may cut: sizes, counts, step counts (and the steps that follow them) and
+#: budgets, subspace ranks, by name; a list may also be cut to a subset of the paper's (fewer
+#: runs, levels)
+_SIZE_KEY = re.compile(
+    r"n_\w+|\w+_n_points|\w*n_boot|n_t|\w*_steps|steps|seq_len|batch_size|d_model|d_ff|n_heads"
+    r"|n_layers|vocab_size|token_budget|max_\w+|min_occurrences|log_max|checkpoint_every"
+    r"|eval_interval|eval_batches|\w*seeds|key_rank|a[57]_source|early_max|jitter_from"
+    r"|frozen_sources|ranks"
+)
+
+
+def test_the_rehearsal_is_the_paper_profile_with_only_sizes_counts_and_budgets_cut():
+    """profiles/rehearsal.yaml (issue 25): against the paper profile, every key it changes is
+    a size, a count or a budget, or a list cut to a subset (common.device aside: this machine
+    has no GPU); the hub corpus, the hub names and the design's levels stay the paper's."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    defaults = load_params(root / "params.yaml")
+    paper = flatten(apply_profiles(defaults, root / "profiles" / "paper.yaml"))
+    rehearsal = flatten(apply_profiles(defaults, root / "profiles" / "rehearsal.yaml"))
+    assert set(paper) == set(rehearsal)
+    changed = {k for k in paper if paper[k] != rehearsal[k]}
+    assert len(changed) > 50  # the cuts are there (and the check has something to check)
+
+    def cut(key: str) -> bool:
+        new, old = rehearsal[key], paper[key]
+        if key == "common.device" or _SIZE_KEY.fullmatch(key.split(".")[-1]):
+            return True
+        return isinstance(new, list) and isinstance(old, list) and set(new) <= set(old)
+
+    assert sorted(k for k in changed if not cut(k)) == []
+    assert rehearsal["data.source"] == "hub" and rehearsal["common.device"] == "cpu"
+    # the pattern does not wave through what a rehearsal must not change
+    for key in ("quantization.eval_tokens", "data.source", "sweep.factorial.lr", "sweep.center"):
+        assert not _SIZE_KEY.fullmatch(key.split(".")[-1])
+
+
+def test_profile_chains_apply_in_order_and_refuse_cycles(tmp_path):
+    params = {"a": {"x": 1, "y": 1, "z": 1}}
+    (tmp_path / "base.yaml").write_text("a:\n  x: 2\n  y: 2\n")
+    (tmp_path / "top.yaml").write_text("_profile:\n  extends: base\na:\n  y: 3\n")
+    assert apply_profiles(params, tmp_path / "top.yaml") == {"a": {"x": 2, "y": 3, "z": 1}}
+    (tmp_path / "base.yaml").write_text("_profile:\n  extends: [top]\na:\n  x: 2\n")
+    with pytest.raises(ValueError, match="cycle"):
+        apply_profiles(params, tmp_path / "top.yaml")
+    (tmp_path / "lost.yaml").write_text("_profile:\n  extends: nowhere\n")
+    with pytest.raises(FileNotFoundError, match="nowhere"):
+        apply_profiles(params, tmp_path / "lost.yaml")
+    (tmp_path / "odd.yaml").write_text("_profile:\n  inherits: base\n")
+    with pytest.raises(KeyError, match="only 'extends'"):
+        apply_profiles(params, tmp_path / "odd.yaml")
 
 
 def test_bad_sections_and_yaml_name_the_file_and_section(tmp_path):
