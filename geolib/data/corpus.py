@@ -586,6 +586,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     t0 = time.perf_counter()
     out_dir = args.out_dir or params.get("out_dir", "data/corpus")
     if params.get("source", "registries") == "hub":
+        # the stage declares the registries' download cache as an output: the hub's cache is
+        # Hugging Face's own, so it stays an empty folder here (DVC refuses a missing output)
+        Path(args.raw_dir or params.get("raw_dir", "data/raw")).mkdir(parents=True, exist_ok=True)
         hub = dict(params.get("hub") or {})
         prepare_hub_corpus(out_dir=out_dir, seed=int(params.get("seed", 0)), **hub)
     else:
