@@ -320,10 +320,15 @@ def figure_summary(figures: list[dict], names: dict[str, str] | None = None) -> 
     return "\n".join(lines)
 
 
+def _repo_of(html_root: Path) -> Path:
+    """The repository a book was built in: ``<repo>/book/_build/html``."""
+    return html_root.parents[2] if len(html_root.parents) > 2 else html_root
+
+
 def _tree_clean(html_root: Path) -> bool:
     """Whether the repository the book was built in (``<repo>/book/_build/html``) is a git tree
     with a commit and nothing changed but what a pipeline run writes."""
-    repo = html_root.parents[2] if len(html_root.parents) > 2 else html_root
+    repo = _repo_of(html_root)
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from geolib.report.provenance import git_state
 
@@ -363,8 +368,7 @@ def main(argv: list[str]) -> int:
     bad = {k: v for k, v in report.items() if v}
     for page in pages:
         print(f"{'FAIL' if report[page] else 'ok  '} {page}")
-    repo = root.parents[2] if len(root.parents) > 2 else root
-    print(figure_summary(figures, figure_files(repo)))
+    print(figure_summary(figures, figure_files(_repo_of(root))))
     if bad:
         print(json.dumps(bad, indent=2), file=sys.stderr)
         return 1
