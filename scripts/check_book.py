@@ -18,6 +18,7 @@ table's download link pointing at a file the book ships. Needs Debian's ``chromi
 from __future__ import annotations
 
 import functools
+import hashlib
 import html
 import http.server
 import json
@@ -289,9 +290,20 @@ def check_page(
     return problems
 
 
-def figure_summary(figures: list[dict]) -> str:
+def figure_files(repo: Path) -> dict[str, str]:
+    """``{sha256: "figures/<stage>/<name>.png"}``: the book names each image by the SHA-256 of
+    its bytes (``_images/<sha256>.png``), so this gives back the figure's own name."""
+    return {
+        hashlib.sha256(p.read_bytes()).hexdigest(): p.relative_to(repo).as_posix()
+        for p in sorted((repo / "figures").glob("*/*.png"))
+    }
+
+
+def figure_summary(figures: list[dict], names: dict[str, str] | None = None) -> str:
     """One paragraph on the figures' display scales at 1280 px: how many, their range and
-    median, and each one shown below :data:`MIN_FIGURE_SCALE` (page, file, scale)."""
+    median, and each one shown below :data:`MIN_FIGURE_SCALE` (scale, sizes, page, file:
+    ``names`` maps an image's book name to its own, see :func:`figure_files`)."""
+    names = names or {}
     if not figures:
         return "figures: none found"
     scales = sorted(f["scale"] for f in figures)
@@ -302,16 +314,21 @@ def figure_summary(figures: list[dict]) -> str:
     ]
     lines += [
         f"  {f['scale']:.2f}  {f['natural']} px shown at {f['shown']} px  "
-        f"{f['page']}: {Path(f['src']).name}"
+        f"{f['page']}: {names.get(Path(f['src']).stem, Path(f['src']).name)}"
         for f in small
     ]
     return "\n".join(lines)
 
 
+def _repo_of(html_root: Path) -> Path:
+    """The repository a book was built in: ``<repo>/book/_build/html``."""
+    return html_root.parents[2] if len(html_root.parents) > 2 else html_root
+
+
 def _tree_clean(html_root: Path) -> bool:
     """Whether the repository the book was built in (``<repo>/book/_build/html``) is a git tree
     with a commit and nothing changed but what a pipeline run writes."""
-    repo = html_root.parents[2] if len(html_root.parents) > 2 else html_root
+    repo = _repo_of(html_root)
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from geolib.report.provenance import git_state
 
@@ -351,7 +368,7 @@ def main(argv: list[str]) -> int:
     bad = {k: v for k, v in report.items() if v}
     for page in pages:
         print(f"{'FAIL' if report[page] else 'ok  '} {page}")
-    print(figure_summary(figures))
+    print(figure_summary(figures, figure_files(_repo_of(root))))
     if bad:
         print(json.dumps(bad, indent=2), file=sys.stderr)
         return 1

@@ -13,6 +13,7 @@ The catalogue grows with the integrity work; a fault listed as silent or raw is 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -254,9 +255,12 @@ def faults(base: Path, scratch: Path) -> dict[str, Callable[[], str]]:
             **{"key_number": "k", "scale": "s", field: evil},
         )
         md = claims_markdown({"A2": [claim]})
-        # the table directive's body is Markdown in the book: render it as such
-        body = md.replace("```{table}\n:class: claims-table\n", "").replace("```", "")
-        rendered = MarkdownIt("commonmark").enable("table").render(body)
+        # the table directive's body is Markdown in the book: render it as such. Without the
+        # directive found, a plain render would show the table as code and hide any tag.
+        directive = re.search(r"```\{table\}\n(?::[^\n]*\n)*(.*?)```", md, re.DOTALL)
+        if directive is None:
+            raise AssertionError("claims_markdown wrote no ```{table} directive")
+        rendered = MarkdownIt("commonmark").enable("table").render(directive.group(1))
         return SILENT if "<img" in rendered else RECOVERED
 
     def claim_link_name():

@@ -2,6 +2,7 @@
 
 import copy
 import csv
+import hashlib
 import html
 import io
 import json
@@ -448,7 +449,7 @@ def test_a_dirty_provenance_line_is_flagged_only_when_the_tree_is_clean():
     assert check_book.unpinned_provenance(pinned, tree_clean=True) == []
 
 
-def test_the_layout_page_frames_the_book_page_at_each_width_and_reports_back():
+def test_the_layout_page_frames_the_book_page_at_each_width_and_reports_back(tmp_path):
     check_book = _load_script("check_book")
     page = check_book.layout_page("intro.html")
     assert page.count('src="/intro.html"') == len(check_book.LAYOUT_WIDTHS) == 2
@@ -471,6 +472,16 @@ def test_the_layout_page_frames_the_book_page_at_each_width_and_reports_back():
     assert "2, display scale 0.34–1.00" in summary and "1 below 0.6" in summary
     assert "0.34  2000 px shown at 690 px  chapters/x.html: a.png" in summary
     assert check_book.figure_summary([]) == "figures: none found"
+    # the book names an image by the SHA-256 of its bytes: mapped back to the figure's file
+    png = tmp_path / "figures" / "stage" / "plot.png"
+    png.parent.mkdir(parents=True)
+    png.write_bytes(b"not really a png")
+    names = check_book.figure_files(tmp_path)
+    digest = hashlib.sha256(b"not really a png").hexdigest()
+    assert names == {digest: "figures/stage/plot.png"}
+    fig = {"src": f"../_images/{digest}.png", "natural": 2000, "shown": 676, "page": "p.html"}
+    summary = check_book.figure_summary([fig | {"scale": 0.3}], names)
+    assert "p.html: figures/stage/plot.png" in summary
 
 
 @pytest.mark.parametrize(
