@@ -400,19 +400,7 @@ def prepare_corpus(
         for old in (out_dir / domain).glob("*.jsonl"):
             if old.stem not in splits:
                 old.unlink()
-        sheet_splits = {}
-        for split, split_docs in splits.items():
-            if not split_docs:
-                raise ValueError(
-                    f"domain {domain}: split {split} is empty; raise its fraction or add text"
-                )
-            write_jsonl(out_dir / domain / f"{split}.jsonl", (d.row() for d in split_docs))
-            sheet_splits[split] = {
-                "documents": len(split_docs),
-                "works": len({d.work_id for d in split_docs}),
-                "bytes": sum(len(d.text.encode()) for d in split_docs),
-                "characters": sum(len(d.text) for d in split_docs),
-            }
+        sheet_splits = write_splits(out_dir / domain, splits, domain)
         sheet_domains[domain] = {
             "role": spec.get("role", ""),
             "description": " ".join(str(spec.get("description", "")).split()),
@@ -444,6 +432,26 @@ def prepare_corpus(
     }
     write_datasheet(sheet, out_dir)
     return sheet
+
+
+def write_splits(
+    folder: Path, splits: Mapping[str, Sequence[Document]], domain: str
+) -> dict[str, dict[str, int]]:
+    """Write ``folder/<split>.jsonl`` for each split; returns the datasheet's split rows."""
+    rows = {}
+    for split, docs in splits.items():
+        if not docs:
+            raise ValueError(
+                f"domain {domain}: split {split} is empty; raise its fraction or add text"
+            )
+        write_jsonl(folder / f"{split}.jsonl", (d.row() for d in docs))
+        rows[split] = {
+            "documents": len(docs),
+            "works": len({d.work_id for d in docs}),
+            "bytes": sum(len(d.text.encode()) for d in docs),
+            "characters": sum(len(d.text) for d in docs),
+        }
+    return rows
 
 
 def write_datasheet(sheet: Mapping[str, Any], out_dir: str | Path) -> tuple[Path, Path]:
@@ -508,15 +516,54 @@ def prepare_hub_corpus(
 ) -> dict[str, Any]:
     """The paper-scale corpus via 🤗 ``datasets`` (needs a reachable hub; never used by default).
 
-    Writes the same layout as :func:`prepare_corpus`: Pile-10k split by hash into
-    train/validation/test as domain ``id``; each Paloma subset as ``ood_<subset>/test.jsonl``
-    (Paloma is gated: accept its terms and log in first). Returns a datasheet.
+    Writes the same layout and the same datasheet schema as :func:`prepare_corpus`: Pile-10k
+    split by hash into train/validation/test as domain ``id``; each Paloma subset as
+    ``ood_<subset>/test.jsonl`` (Paloma is gated: accept its terms and log in first). A hub
+    dataset is one source; its documents are its works, and its ``sha256`` is that of the
+    documents' text as written (the hub's own files stay in Hugging Face's cache).
     """
     import datasets  # lazily: an optional dependency, absent from the default environment
 
     out_dir = Path(out_dir)
     fractions = check_fractions(fractions or {"train": 0.9, "validation": 0.05, "test": 0.05})
+    sheet_sources: list[dict[str, Any]] = []
     sheet_domains: dict[str, Any] = {}
+
+    def add(domain: str, role: str, name: str, data: Any, splits: Mapping[str, Any]) -> None:
+        docs = [d for part in splits.values() for d in part]
+        digest = hashlib.sha256()
+        for d in docs:
+            digest.update(d.text.encode() + b"\0")
+        info = getattr(data, "info", None)
+        text_bytes = sum(len(d.text.encode()) for d in docs)
+        sheet_sources.append(
+            {
+                "name": slug(name),
+                "domain": domain,
+                "title": name,
+                "registry": "huggingface-hub",
+                "client": "datasets",
+                "package": name.split(":")[0],
+                "version": str(getattr(info, "version", None) or getattr(data, "_fingerprint", "")),
+                "artifact": name,
+                "artifact_bytes": int(getattr(info, "dataset_size", None) or text_bytes),
+                "sha256": digest.hexdigest(),
+                "licence": str(getattr(info, "license", None) or "see the dataset card"),
+                "origin": f"{name} on the Hugging Face hub",
+                "works": len(docs),
+                "documents": len(docs),
+                "text_bytes": text_bytes,
+            }
+        )
+        sheet_domains[domain] = {
+            "role": role,
+            "description": f"{name} from the Hugging Face hub.",
+            "sources": [slug(name)],
+            "text_bytes_before_cap": text_bytes,
+            "max_bytes": None,
+            "splits": write_splits(out_dir / domain, splits, domain),
+        }
+        log(f"{domain}: {len(docs)} documents, {text_bytes / 1e6:.2f} MB text")
 
     def rows(dataset: Iterable[Mapping[str, Any]], prefix: str) -> list[Document]:
         docs = []
@@ -529,28 +576,27 @@ def prepare_hub_corpus(
 
     pile = datasets.load_dataset(id_dataset, split="train")
     id_docs = rows(pile, f"{slug(id_dataset.split('/')[-1])}/doc")
-    splits = assign_splits(id_docs, fractions, seed)
-    for split, docs in splits.items():
-        write_jsonl(out_dir / "id" / f"{split}.jsonl", (d.row() for d in docs))
-    sheet_domains["id"] = {
-        "role": "in-distribution",
-        "sources": [id_dataset],
-        "splits": {k: {"documents": len(v)} for k, v in splits.items()},
-    }
+    add("id", "in-distribution", id_dataset, pile, assign_splits(id_docs, fractions, seed))
     for subset in ood_subsets:
         data = datasets.load_dataset(ood_dataset, subset, split=ood_split)
         docs = rows(data, f"{slug(subset)}/doc")
-        domain = hub_domain(subset)
-        write_jsonl(out_dir / domain / "test.jsonl", (d.row() for d in docs))
-        sheet_domains[domain] = {
-            "role": "out-of-distribution",
-            "sources": [f"{ood_dataset}:{subset}"],
-            "splits": {"test": {"documents": len(docs)}},
-        }
-        log(f"{domain}: {len(docs)} documents")
-    sheet = {"title": "hub corpus", "generated_by": "prepare_hub_corpus", "seed": seed}
-    sheet["domains"] = sheet_domains
-    write_text_atomic(out_dir / "datasheet.json", json.dumps(sheet, indent=2) + "\n")
+        add(
+            hub_domain(subset),
+            "out-of-distribution",
+            f"{ood_dataset}:{subset}",
+            data,
+            {"test": docs},
+        )
+    sheet = {
+        "title": "hub corpus",
+        "generated_by": "python -m geolib.data.corpus prepare (data.source: hub)",
+        "seed": seed,
+        "split_unit": "document",
+        "segmentation": None,
+        "sources": sheet_sources,
+        "domains": sheet_domains,
+    }
+    write_datasheet(sheet, out_dir)
     return sheet
 
 

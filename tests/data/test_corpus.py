@@ -267,6 +267,32 @@ def test_hub_path_with_a_stand_in_datasets_module(monkeypatch, tmp_path):
     assert set(splits) == {"id", "ood_c4_en", "ood_wikitext_103"}
     assert sum(v["documents"] for v in sheet["domains"]["id"]["splits"].values()) == 40
     assert len(list(read_jsonl(splits["ood_c4_en"]["test"]))) == 5
+    assert [s["documents"] for s in sheet["sources"]] == [40, 5, 5]
+    assert (tmp_path / "datasheet.md").is_file()
+
+
+def test_hub_and_registry_datasheets_share_one_schema(fake_pypi, monkeypatch, tmp_path):
+    """The corpus chapter reads either datasheet: every key of the registries' sheet, at every
+    level (sheet, source, domain, split), is in the hub's."""
+
+    def load_dataset(name, subset=None, split=None):
+        return [{"text": f"{name} {subset} doc {i}"} for i in range(30 if subset is None else 4)]
+
+    monkeypatch.setitem(sys.modules, "datasets", types.SimpleNamespace(load_dataset=load_dataset))
+    hub = prepare_hub_corpus(out_dir=tmp_path / "hub", ood_subsets=["c4_en"], log=lambda m: None)
+    reg = prepare_corpus(
+        SOURCES, DOMAINS, raw_dir=tmp_path / "raw", out_dir=tmp_path / "reg", log=lambda m: None
+    )
+    assert set(hub) == set(reg)
+    assert set(hub["sources"][0]) == set(reg["sources"][0])
+    assert set(hub["domains"]["id"]) == set(reg["domains"]["id"])
+    assert set(hub["domains"]["id"]["splits"]["train"]) == set(
+        reg["domains"]["id"]["splits"]["train"]
+    )
+    on_disk = [
+        json.loads(line)["text"] for line in (tmp_path / "hub" / "id" / "train.jsonl").open()
+    ]
+    assert hub["domains"]["id"]["splits"]["train"]["bytes"] == sum(len(t.encode()) for t in on_disk)
 
 
 def test_prepare_corpus_drops_domains_of_an_earlier_configuration(fake_pypi, tmp_path):
