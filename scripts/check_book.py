@@ -9,7 +9,9 @@ was left untypeset (every ``.math`` element must contain a MathJax ``mjx-contain
 page wrote an error to its console (an uncaught exception, a script that failed to load), or if
 a table of a page is wider than the text column at 1280 or 1024 px and cannot be scrolled
 sideways, or the claims table does not fit whole (measured by a page of the check's own that
-frames the book's page at each width: :func:`layout_page`).
+frames the book's page at each width: :func:`layout_page`), or a figure is shown below
+:data:`MIN_FIGURE_SCALE` of its drawn width or with text under :data:`MIN_TEXT_PX` (the figure
+style records each PNG's smallest font: :func:`saved_figure`).
 Chapter pages are also read as a reader sees them (:func:`reader_problems`): no visible code
 cell before the first prose under the title, a provenance line under every figure, and every
 table's download link pointing at a file the book ships. Needs Debian's ``chromium`` package.
@@ -120,17 +122,68 @@ frames.forEach(f => f.addEventListener("load", () => {
 
 
 _FIGURES = re.compile(r'<pre id="figure-report">(.*?)</pre>', re.DOTALL)
-#: below this display scale (shown ÷ drawn width, at 1280 px) a figure's text is usually too
-#: small to read; reported, not yet an error (issue 27 #3 resizes the figures)
+#: below this display scale (shown ÷ drawn width at 1×, at 1280 px) a figure is shrunk too far
 MIN_FIGURE_SCALE = 0.6
+#: the smallest text a reader should meet in a figure, CSS px as shown (the figure style's own
+#: minimum, ``geolib.report.plotting.MIN_FONT_PX``)
+MIN_TEXT_PX = 9.0
 
 
-def figure_scales(dom: str) -> list[dict]:
+@functools.cache
+def _figure_style() -> tuple[int, str]:
+    """``(SAVE_SCALE, FONT_KEY)`` of the figure style the book's figures were saved with."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from geolib.report.plotting import FONT_KEY, SAVE_SCALE
+
+    return SAVE_SCALE, FONT_KEY
+
+
+def saved_figure(png: Path) -> tuple[float, float | None]:
+    """``(width at 1×, smallest font px at 1×)`` of a PNG the figure style saved (its text chunk
+    records the font and the PNG is :data:`SAVE_SCALE` × its 1× width); another image counts
+    as drawn at 1× with an unknown font."""
+    from PIL import Image
+
+    save_scale, font_key = _figure_style()
+    with Image.open(png) as im:
+        text = getattr(im, "text", {}) or {}
+        if font_key in text:
+            return im.width / save_scale, float(text[font_key])
+        return float(im.width), None
+
+
+def figure_scales(dom: str, page: Path | None = None, root: Path | None = None) -> list[dict]:
     """Every figure of the page :func:`layout_page` framed at the first width: ``src``,
-    ``natural`` (drawn) and ``shown`` width in px, and ``scale`` = shown ÷ natural."""
+    ``natural`` (pixel) and ``shown`` width in px, the figure's ``drawn`` width at 1×,
+    ``scale`` = shown ÷ drawn and ``text_px``, its smallest text as shown (when the book's file
+    at ``root / page``'s ``src`` records it; else ``None`` and drawn = natural)."""
     m = _FIGURES.search(dom)
     figs = json.loads(html.unescape(m.group(1))) if m else []
-    return [f | {"scale": f["shown"] / f["natural"]} for f in figs]
+    out = []
+    for f in figs:
+        drawn, font = float(f["natural"]), None
+        if page is not None and root is not None:
+            png = (root / page).parent / f["src"]
+            if png.is_file():
+                drawn, font = saved_figure(png)
+        scale = f["shown"] / drawn
+        out.append(f | {"drawn": drawn, "scale": scale, "text_px": font * scale if font else None})
+    return out
+
+
+def figure_problems(figures: list[dict]) -> list[str]:
+    """The figures shown below :data:`MIN_FIGURE_SCALE` or with text under :data:`MIN_TEXT_PX`."""
+    problems = []
+    for f in figures:
+        name = Path(f["src"]).name
+        if f["scale"] < MIN_FIGURE_SCALE:
+            problems.append(
+                f"figure {name} shown at {f['scale']:.2f} of its drawn width "
+                f"({f['drawn']:.0f} px shown at {f['shown']} px)"
+            )
+        if f["text_px"] is not None and f["text_px"] < MIN_TEXT_PX - 0.05:
+            problems.append(f"figure {name} shows text at {f['text_px']:.1f} px")
+    return problems
 
 
 def layout_problems(dom: str) -> list[str]:
@@ -285,8 +338,10 @@ def check_page(
               origin.rstrip("/") + LAYOUT_PREFIX + page.as_posix()]  # fmt: skip
     laid = subprocess.run(layout, capture_output=True, text=True, timeout=120)
     problems += layout_problems(laid.stdout)
+    shown = figure_scales(laid.stdout, page, root)
+    problems += figure_problems(shown)
     if figures is not None:
-        figures.extend(f | {"page": page.as_posix()} for f in figure_scales(laid.stdout))
+        figures.extend(f | {"page": page.as_posix()} for f in shown)
     return problems
 
 
@@ -308,12 +363,14 @@ def figure_summary(figures: list[dict], names: dict[str, str] | None = None) -> 
         return "figures: none found"
     scales = sorted(f["scale"] for f in figures)
     small = sorted((f for f in figures if f["scale"] < MIN_FIGURE_SCALE), key=lambda f: f["scale"])
+    texts = sorted(f["text_px"] for f in figures if f.get("text_px") is not None)
+    smallest = f"; smallest text shown {texts[0]:.1f} px" if texts else ""
     lines = [
         f"figures at 1280 px: {len(figures)}, display scale {scales[0]:.2f}–{scales[-1]:.2f} "
-        f"(median {scales[len(scales) // 2]:.2f}); {len(small)} below {MIN_FIGURE_SCALE}"
+        f"(median {scales[len(scales) // 2]:.2f}); {len(small)} below {MIN_FIGURE_SCALE}" + smallest
     ]
     lines += [
-        f"  {f['scale']:.2f}  {f['natural']} px shown at {f['shown']} px  "
+        f"  {f['scale']:.2f}  {f['drawn']:.0f} px shown at {f['shown']} px  "
         f"{f['page']}: {names.get(Path(f['src']).stem, Path(f['src']).name)}"
         for f in small
     ]
@@ -374,7 +431,8 @@ def main(argv: list[str]) -> int:
         return 1
     print(
         f"book reads offline: {len(pages)} pages, no external requests, all math typeset; "
-        "no console errors; no table clipped (the claims table whole) at "
+        "no console errors; no table clipped (the claims table whole) and no figure shrunk or "
+        f"with text under {MIN_TEXT_PX:g} px at "
         f"{' or '.join(map(str, LAYOUT_WIDTHS))} px; chapters open with prose, every figure has "
         "its provenance, no stray output box, every table link resolves"
     )

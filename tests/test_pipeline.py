@@ -480,8 +480,48 @@ def test_the_layout_page_frames_the_book_page_at_each_width_and_reports_back(tmp
     digest = hashlib.sha256(b"not really a png").hexdigest()
     assert names == {digest: "figures/stage/plot.png"}
     fig = {"src": f"../_images/{digest}.png", "natural": 2000, "shown": 676, "page": "p.html"}
-    summary = check_book.figure_summary([fig | {"scale": 0.3}], names)
+    summary = check_book.figure_summary([fig | {"scale": 0.3, "drawn": 2000}], names)
     assert "p.html: figures/stage/plot.png" in summary
+
+
+def test_figure_scale_and_text_size_are_read_from_the_saved_png(tmp_path):
+    """A figure saved by the style at 2× counts as drawn at half its pixel width, and its
+    recorded smallest font, times the display scale, is the text size the reader sees."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from geolib.report import plotting
+
+    check_book = _load_script("check_book")
+    plotting.use_style()
+    fig, ax = plt.subplots()
+    ax.plot([0, 1])
+    png = plotting.savefig(fig, tmp_path / "_images" / "f")[0]
+    font = plotting.min_font_px(fig)
+    plt.close(fig)
+    drawn, recorded = check_book.saved_figure(png)
+    from PIL import Image
+
+    with Image.open(png) as im:
+        assert drawn == im.width / plotting.SAVE_SCALE
+    assert recorded == pytest.approx(font, abs=0.01)
+    figs = [{"src": "../_images/f.png", "natural": int(2 * drawn), "shown": int(drawn)}]
+    dom = f'<pre id="figure-report">{html.escape(json.dumps(figs))}</pre>'
+    (tmp_path / "chapters").mkdir()  # the page's folder: src is relative to it
+    (shown,) = check_book.figure_scales(dom, Path("chapters/x.html"), tmp_path)
+    assert shown["scale"] == pytest.approx(1.0, abs=0.01)
+    assert shown["text_px"] == pytest.approx(font, abs=0.05)
+    assert check_book.figure_problems([shown]) == []
+    # shown at half its drawn width: the scale is too small and so is its text
+    half = shown | {"shown": drawn / 2, "scale": 0.5, "text_px": font / 2}
+    problems = check_book.figure_problems([half])
+    assert len(problems) == 2 and "shown at 0.50" in problems[0] and "text at" in problems[1]
+    # an image the style did not save counts at its pixel width, its text unknown
+    other = tmp_path / "_images" / "other.png"
+    Image.new("RGB", (300, 100)).save(other)
+    assert check_book.saved_figure(other) == (300.0, None)
 
 
 @pytest.mark.parametrize(

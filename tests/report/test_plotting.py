@@ -6,6 +6,8 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from PIL import Image  # noqa: E402
 
 from geolib.report import plotting  # noqa: E402
 
@@ -63,12 +65,16 @@ def test_show_displays_the_saved_png_and_its_provenance(tmp_path, monkeypatch):
     _stage_record(tmp_path / "figures")
     fig, ax = plt.subplots()
     ax.plot([0, 1])
-    assert plotting.show(fig, tmp_path / "figures" / "line") is None  # no path box on the page
+    assert (
+        plotting.show(fig, tmp_path / "figures" / "line", caption="A line.") is None
+    )  # no path box on the page
     png = tmp_path / "figures" / "line.png"
     assert png == tmp_path / "figures" / "line.png" and png.is_file()
     assert (tmp_path / "figures" / "line.svg").is_file()
     assert len(shown) == 2 and shown[0].data == png.read_bytes()
+    assert shown[0].width == Image.open(png).width // plotting.SAVE_SCALE  # shown at 1×
     line = shown[1].data
+    assert '<p class="figure-caption">A line.</p>' in line
     assert 'class="provenance"' in line and "abcd1234" in line
     assert "0123456 + uncommitted changes to x<" in line
     assert "<pre>dvc repro demo</pre>" in line
@@ -85,7 +91,7 @@ def test_show_refuses_a_figure_without_provenance(tmp_path, monkeypatch):
     monkeypatch.setattr("IPython.display.display", lambda obj: None)
     fig, ax = plt.subplots()
     with pytest.raises(FileNotFoundError, match="no provenance"):
-        plotting.show(fig, tmp_path / "figures" / "line")
+        plotting.show(fig, tmp_path / "figures" / "line", caption="A line.")
     assert not list((tmp_path / "figures").glob("*")) if (tmp_path / "figures").exists() else True
     plt.close(fig)
 
@@ -119,4 +125,84 @@ def test_interval_points_draws_intervals_that_miss_their_point():
     (segments,) = [c for c in ax.collections]
     assert np.allclose(segments.get_segments()[0], [[0.02, 0], [0.3, 0]])
     assert ax.lines[0].get_xdata().tolist() == [0.01, 0.2]
+    plt.close(fig)
+
+
+def test_a_column_wide_figure_reads_and_records_its_smallest_font(tmp_path):
+    plotting.use_style()
+    fig, ax = plt.subplots()
+    ax.plot([1, 2, 3], label="a")
+    ax.set(xlabel="x", ylabel="y", title="default size")
+    ax.legend(fontsize="x-small")
+    assert plotting.figure_problems(fig) == []
+    # legend "x-small" is the smallest text: 0.694 × 0.85 × 12 pt, in px at 1× (100/72 px per pt)
+    expected = 0.694 * 0.85 * 12 * plotting.DPI_1X / 72
+    assert plotting.min_font_px(fig) == pytest.approx(expected, rel=0.01)
+    png = plotting.savefig(fig, tmp_path / "fig")[0]
+    plt.close(fig)
+    with Image.open(png) as im:
+        assert float(im.text[plotting.FONT_KEY]) == pytest.approx(expected, abs=0.01)
+        # saved at 2×: half its pixel width is what the column shows, and it fits
+        assert im.width / plotting.SAVE_SCALE <= plotting.CONTENT_WIDTH_PX
+
+
+def test_figure_problems_names_a_wide_figure_small_text_and_overlaps():
+    plotting.use_style()
+    wide, _ = plt.subplots(1, 4, figsize=(15, 3.6))
+    (problem,) = plotting.figure_problems(wide)
+    assert "1500 px wide" in problem and "panels()" in problem
+    tiny, ax = plt.subplots()
+    ax.text(0.5, 0.5, "tiny", fontsize=5)  # 5 pt = 6.9 px
+    (problem,) = plotting.figure_problems(tiny)
+    assert "'tiny' at 6.9 px" in problem
+    crowded, ax = plt.subplots(figsize=(2, 2))
+    ax.set_xticks(np.arange(30), [f"label{i}" for i in range(30)])
+    (problem,) = plotting.figure_problems(crowded)
+    assert problem.startswith("overlapping labels: x tick labels 'label0' and 'label1'")
+    for f in (wide, tiny, crowded):
+        plt.close(f)
+
+
+def test_overlap_between_panels_is_found_and_constrained_layout_avoids_it():
+    plotting.use_style()
+    fig, axes = plt.subplots(1, 2, layout="none")
+    fig.subplots_adjust(wspace=0.0)
+    axes[1].set_ylabel("a long y label that runs into the left panel")
+    axes[1].set_yticks([0, 1], ["a wide tick label", "another wide one"])
+    assert any("panel 1" in p and "panel 2" in p for p in plotting.label_overlaps(fig))
+    plt.close(fig)
+    fig, axes = plt.subplots(1, 2)  # the style's constrained layout
+    axes[1].set_ylabel("a long y label that runs into the left panel")
+    axes[1].set_yticks([0, 1], ["a wide tick label", "another wide one"])
+    assert plotting.label_overlaps(fig) == []
+    plt.close(fig)
+
+
+def test_panels_wraps_into_rows_of_the_column_width():
+    plotting.use_style()
+    fig, axes = plotting.panels(5, ncols=2, height=2.5, sharey=True)
+    assert len(axes) == 5 and len(fig.axes) == 5  # the sixth grid cell removed
+    assert fig.get_size_inches() == pytest.approx((plotting.FIGURE_WIDTH, 7.5))
+    rows = sorted({round(ax.get_position().y0, 3) for ax in axes}, reverse=True)
+    assert len(rows) == 3
+    plt.close(fig)
+    fig, axes = plotting.panels(1)
+    assert len(axes) == 1
+    plt.close(fig)
+    for bad in (0, 2.5, True):
+        with pytest.raises(ValueError, match="positive"):
+            plotting.panels(bad)
+
+
+def test_show_refuses_an_unreadable_figure_and_one_without_caption(tmp_path, monkeypatch):
+    monkeypatch.setattr("IPython.display.display", lambda obj: None)
+    _stage_record(tmp_path / "figures")
+    plotting.use_style()
+    fig, _ = plt.subplots(1, 4, figsize=(15, 3))
+    with pytest.raises(ValueError, match="does not read in the book: 1500 px wide"):
+        plotting.show(fig, tmp_path / "figures" / "wide", caption="Too wide.")
+    assert not (tmp_path / "figures" / "wide.png").exists()
+    fig, _ = plt.subplots()
+    with pytest.raises(ValueError, match="caption"):
+        plotting.show(fig, tmp_path / "figures" / "bare", caption=" ")
     plt.close(fig)
