@@ -122,6 +122,16 @@ def prepare(profile: str, dest: Path) -> Path:
     return dest / "params.yaml"
 
 
+def missing_chapters(dest: Path) -> list[str]:
+    """The chapters (``notebooks/*.ipynb``) with no page in the copy's built book."""
+    html = dest / "book" / "_build" / "html" / "chapters"
+    return sorted(
+        nb.stem
+        for nb in (dest / "notebooks").glob("*.ipynb")
+        if not (html / f"{nb.stem}.html").is_file()
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("profile", help="name of a file in profiles/, without .yaml")
@@ -148,7 +158,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.audit:
         check = [sys.executable, str(dest / "scripts" / "check_io.py"), str(audit_dir)]
         subprocess.run(check, cwd=dest, check=True)
-    print(f"profile {args.profile}: book in {dest / 'book' / '_build' / 'html'}")
+    missing = missing_chapters(dest)
+    if missing:
+        raise SystemExit(f"profile {args.profile}: the book has no page for {missing}")
+    chapters = len(list((dest / "notebooks").glob("*.ipynb")))
+    book = dest / "book" / "_build" / "html"
+    print(f"profile {args.profile}: book with all {chapters} chapters in {book}")
     return 0
 
 

@@ -900,3 +900,17 @@ def test_the_book_extension_keeps_each_script_once():
         ("b.js", ""),
         ("", "other"),
     ]
+
+
+def test_a_profile_run_names_the_chapters_its_book_lacks(tmp_path):
+    run_profile = _load_script("run_profile")
+    (tmp_path / "notebooks").mkdir()
+    for name in ("corpus", "training"):
+        (tmp_path / "notebooks" / f"{name}.ipynb").write_text("{}")
+    pages = tmp_path / "book" / "_build" / "html" / "chapters"
+    assert run_profile.missing_chapters(tmp_path) == ["corpus", "training"]
+    pages.mkdir(parents=True)
+    (pages / "corpus.html").write_text("<html></html>")
+    assert run_profile.missing_chapters(tmp_path) == ["training"]
+    (pages / "training.html").write_text("<html></html>")
+    assert run_profile.missing_chapters(tmp_path) == []
