@@ -105,6 +105,26 @@ def panels(
     return fig, flat[:n]
 
 
+def legend_below(ax, **kwargs):
+    """A legend centred under ``ax``'s x label. The tick labels and the x label take a height
+    fixed in points, whatever the panel's size, so the legend is offset by that many points
+    (an offset in axes fractions lands on the label in a short panel); constrained layout then
+    makes room for it. ``kwargs`` go to ``ax.legend``."""
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.transforms import offset_copy
+
+    rc = plt.rcParams
+
+    def points(key: str) -> float:
+        return FontProperties(size=rc[key]).get_size_in_points()
+
+    drop = rc["xtick.major.size"] + rc["xtick.major.pad"] + 1.6 * points("xtick.labelsize")
+    if ax.get_xlabel():
+        drop += rc["axes.labelpad"] + 1.4 * points("axes.labelsize")
+    below = offset_copy(ax.transAxes, fig=ax.figure, y=-(drop + 2.0), units="points")
+    return ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=below, **kwargs)
+
+
 def _texts(fig: plt.Figure) -> list[Text]:
     """Every text artist drawn with the figure (visible, non-empty)."""
     seen = fig.findobj(Text)
@@ -139,8 +159,9 @@ def _overlap(a: Bbox, b: Bbox, slack: float = 1.0) -> bool:
 
 def label_overlaps(fig: plt.Figure) -> list[str]:
     """Pairs of labels that overlap once drawn: tick labels of one axis among themselves
-    (unrotated ones: a rotated label's box is not its ink), and every axis label, title, tick
-    label and legend against those of the other panels and the figure's own titles."""
+    (unrotated ones: a rotated label's box is not its ink), every axis label, title, tick
+    label and legend against those of the other panels and the figure's own titles, and each
+    legend against its own panel's labels (a legend placed below a panel over its x label)."""
     renderer = fig.canvas.get_renderer()
     fig.draw_without_rendering()
     found: list[str] = []
@@ -168,7 +189,8 @@ def label_overlaps(fig: plt.Figure) -> list[str]:
         return "the figure" if owner < 0 else f"panel {owner + 1}"
 
     for (wa, oa, ea), (wb, ob, eb) in itertools.combinations(boxes, 2):
-        if oa != ob and _overlap(ea, eb):
+        legend = "a legend" in (wa, wb)  # a panel's own legend must clear its labels too
+        if (oa != ob or legend) and _overlap(ea, eb):
             found.append(f"{wa} ({where(oa)}) and {wb} ({where(ob)})")
     return found
 

@@ -178,6 +178,24 @@ def test_overlap_between_panels_is_found_and_constrained_layout_avoids_it():
     plt.close(fig)
 
 
+def test_a_legend_below_its_panel_over_the_x_label_is_found():
+    plotting.use_style()
+    fig, ax = plt.subplots()
+    ax.plot([1, 2], label="a line")
+    ax.set_xlabel("the x label")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.05))
+    assert any("a legend" in o and "'the x label'" in o for o in plotting.label_overlaps(fig))
+    for height in (1.5, 4.0, 8.0):  # legend_below clears the label whatever the panel's height
+        fig.set_size_inches(plotting.FIGURE_WIDTH, height)
+        ax.set_xscale("log")  # taller tick labels (10^k)
+        plotting.legend_below(ax, ncol=2)
+        assert plotting.label_overlaps(fig) == []
+        legend = ax.get_legend().get_window_extent(fig.canvas.get_renderer())
+        label = ax.xaxis.label.get_window_extent(fig.canvas.get_renderer())
+        assert 0 < label.y0 - legend.y1 < 20  # just under the label, in px
+    plt.close(fig)
+
+
 def test_panels_wraps_into_rows_of_the_column_width():
     plotting.use_style()
     fig, axes = plotting.panels(5, ncols=2, height=2.5, sharey=True)
