@@ -130,26 +130,27 @@ MIN_TEXT_PX = 9.0
 
 
 @functools.cache
-def _figure_style() -> tuple[int, str]:
-    """``(SAVE_SCALE, FONT_KEY)`` of the figure style the book's figures were saved with."""
+def _figure_style() -> tuple[int, str, str]:
+    """``(SAVE_SCALE, FONT_KEY, PROBLEMS_KEY)`` of the figure style the book's figures were
+    saved with."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from geolib.report.plotting import FONT_KEY, SAVE_SCALE
+    from geolib.report.plotting import FONT_KEY, PROBLEMS_KEY, SAVE_SCALE
 
-    return SAVE_SCALE, FONT_KEY
+    return SAVE_SCALE, FONT_KEY, PROBLEMS_KEY
 
 
-def saved_figure(png: Path) -> tuple[float, float | None]:
-    """``(width at 1×, smallest font px at 1×)`` of a PNG the figure style saved (its text chunk
-    records the font and the PNG is :data:`SAVE_SCALE` × its 1× width); another image counts
-    as drawn at 1× with an unknown font."""
+def saved_figure(png: Path) -> tuple[float, float | None, str]:
+    """``(width at 1×, smallest font px at 1×, problems)`` of a PNG the figure style saved (its
+    text chunks record the font and what its checks found; the PNG is ``SAVE_SCALE`` × its 1×
+    width); another image counts as drawn at 1×, its font unknown, no problems recorded."""
     from PIL import Image
 
-    save_scale, font_key = _figure_style()
+    save_scale, font_key, problems_key = _figure_style()
     with Image.open(png) as im:
         text = getattr(im, "text", {}) or {}
         if font_key in text:
-            return im.width / save_scale, float(text[font_key])
-        return float(im.width), None
+            return im.width / save_scale, float(text[font_key]), text.get(problems_key, "")
+        return float(im.width), None, ""
 
 
 def figure_scales(dom: str, page: Path | None = None, root: Path | None = None) -> list[dict]:
@@ -161,18 +162,20 @@ def figure_scales(dom: str, page: Path | None = None, root: Path | None = None) 
     figs = json.loads(html.unescape(m.group(1))) if m else []
     out = []
     for f in figs:
-        drawn, font = float(f["natural"]), None
+        drawn, font, recorded = float(f["natural"]), None, ""
         if page is not None and root is not None:
             png = (root / page).parent / f["src"]
             if png.is_file():
-                drawn, font = saved_figure(png)
+                drawn, font, recorded = saved_figure(png)
         scale = f["shown"] / drawn
-        out.append(f | {"drawn": drawn, "scale": scale, "text_px": font * scale if font else None})
+        text_px = font * scale if font else None
+        out.append(f | {"drawn": drawn, "scale": scale, "text_px": text_px, "recorded": recorded})
     return out
 
 
 def figure_problems(figures: list[dict]) -> list[str]:
-    """The figures shown below :data:`MIN_FIGURE_SCALE` or with text under :data:`MIN_TEXT_PX`."""
+    """The figures shown below :data:`MIN_FIGURE_SCALE`, with text under :data:`MIN_TEXT_PX`, or
+    saved with problems the figure style found (too wide, small text, overlapping labels)."""
     problems = []
     for f in figures:
         name = Path(f["src"]).name
@@ -183,6 +186,8 @@ def figure_problems(figures: list[dict]) -> list[str]:
             )
         if f["text_px"] is not None and f["text_px"] < MIN_TEXT_PX - 0.05:
             problems.append(f"figure {name} shows text at {f['text_px']:.1f} px")
+        if f.get("recorded"):
+            problems.append(f"figure {name} was saved with problems: {f['recorded']}")
     return problems
 
 

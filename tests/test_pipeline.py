@@ -501,7 +501,8 @@ def test_figure_scale_and_text_size_are_read_from_the_saved_png(tmp_path):
     png = plotting.savefig(fig, tmp_path / "_images" / "f")[0]
     font = plotting.min_font_px(fig)
     plt.close(fig)
-    drawn, recorded = check_book.saved_figure(png)
+    drawn, recorded, problems = check_book.saved_figure(png)
+    assert problems == ""
     from PIL import Image
 
     with Image.open(png) as im:
@@ -521,7 +522,18 @@ def test_figure_scale_and_text_size_are_read_from_the_saved_png(tmp_path):
     # an image the style did not save counts at its pixel width, its text unknown
     other = tmp_path / "_images" / "other.png"
     Image.new("RGB", (300, 100)).save(other)
-    assert check_book.saved_figure(other) == (300.0, None)
+    assert check_book.saved_figure(other) == (300.0, None, "")
+    # a figure saved with problems fails the check, naming them
+    fig, _ = plt.subplots(1, 4, figsize=(15, 3))
+    wide = plotting.savefig(fig, tmp_path / "_images" / "wide", plotting.figure_problems(fig))[0]
+    plt.close(fig)
+    assert check_book.saved_figure(wide)[2].startswith("1500 px wide")
+    figs = [{"src": "../_images/wide.png", "natural": 3000, "shown": 676}]
+    dom = f'<pre id="figure-report">{html.escape(json.dumps(figs))}</pre>'
+    (shown,) = check_book.figure_scales(dom, Path("chapters/x.html"), tmp_path)
+    assert any(
+        "saved with problems: 1500 px wide" in p for p in check_book.figure_problems([shown])
+    )
 
 
 @pytest.mark.parametrize(

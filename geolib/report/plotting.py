@@ -5,9 +5,9 @@ shown with a link to their file.
 Every figure is drawn for the book's text column: at most :data:`CONTENT_WIDTH_PX` CSS px wide
 at 1× (figure inches × :data:`DPI_1X`), saved at :data:`SAVE_SCALE`× for sharp screens, with no
 text under :data:`MIN_FONT_PX` at 1× and no tick or axis label overlapping another.
-:func:`show` refuses a figure that breaks one of these (:func:`figure_problems` says which), so
-a chapter cannot put an unreadable figure in the book; :func:`panels` lays out many panels in
-rows that fit the column.
+:func:`show` records in the PNG what breaks one of these (:func:`figure_problems` says which)
+and shows a warning under the figure; the book check (``scripts/check_book.py``, in CI) fails on
+it; :func:`panels` lays out many panels in rows that fit the column.
 
 The backend is left alone: the notebook kernel's inline backend puts figures in the book, and
 matplotlib falls back to Agg by itself where there is no display.
@@ -16,7 +16,9 @@ matplotlib falls back to Agg by itself where there is no display.
 from __future__ import annotations
 
 import hashlib
+import html
 import itertools
+import warnings
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -47,6 +49,9 @@ FIGURE_WIDTH = CONTENT_WIDTH_PX / DPI_1X - 2 * PAD_INCHES
 #: PNG text chunk recording a figure's smallest font in CSS px at 1× (``scripts/check_book.py``
 #: reads it to check the text size the reader sees).
 FONT_KEY = "geolib:min-font-px"
+#: PNG text chunk holding what :func:`figure_problems` found when the figure was saved (absent
+#: when nothing): ``scripts/check_book.py`` fails the book on it.
+PROBLEMS_KEY = "geolib:problems"
 
 
 def use_style() -> None:
@@ -195,6 +200,36 @@ def label_overlaps(fig: plt.Figure) -> list[str]:
     return found
 
 
+def thin_minor_labels(fig: plt.Figure) -> int:
+    """Drop the minor tick labels of each log axis whose labels would overlap (matplotlib labels
+    the minor ticks of an axis spanning about a decade or less, ``2×10¹ 3×10¹ …``, whatever the
+    room); the major labels stay. Returns how many axes were thinned."""
+    from matplotlib.ticker import NullFormatter
+
+    renderer = fig.canvas.get_renderer()
+    fig.draw_without_rendering()
+    thinned = 0
+    for ax in fig.axes:
+        for which, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            if axis.get_scale() not in ("log", "symlog"):
+                continue
+            lo, hi = sorted(ax.get_xlim() if which == "x" else ax.get_ylim())
+            labels = [
+                t.label1
+                for t in axis.get_minor_ticks()
+                if t.label1.get_visible()
+                and t.label1.get_text().strip()
+                and lo <= t.get_loc() <= hi
+            ]
+            boxes = sorted(
+                (t.get_window_extent(renderer) for t in labels), key=lambda b: b.x0 + b.y0
+            )
+            if any(_overlap(a, b) for a, b in itertools.combinations(boxes, 2)):
+                axis.set_minor_formatter(NullFormatter())
+                thinned += 1
+    return thinned
+
+
 def figure_problems(fig: plt.Figure) -> list[str]:
     """Why ``fig`` would not read in the book's column (empty when it reads): wider than
     :data:`CONTENT_WIDTH_PX` at 1× (as saved: tight bounding box), text below
@@ -228,24 +263,32 @@ def figure_problems(fig: plt.Figure) -> list[str]:
     return problems
 
 
-def savefig(fig: plt.Figure, stem: str | Path) -> list[Path]:
+def savefig(fig: plt.Figure, stem: str | Path, problems: list[str] | None = None) -> list[Path]:
     """Save ``fig`` as ``stem.png`` (at :data:`SAVE_SCALE`×, its smallest font recorded under
-    :data:`FONT_KEY`) and ``stem.svg``, with no timestamps; return the paths."""
+    :data:`FONT_KEY`, and ``problems`` under :data:`PROBLEMS_KEY` when there are any) and
+    ``stem.svg``, with no timestamps; return the paths."""
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     png, svg = stem.with_suffix(".png"), stem.with_suffix(".svg")
-    font = {FONT_KEY: f"{min_font_px(fig):.2f}"}
-    write_atomic(png, lambda tmp: fig.savefig(tmp, metadata={"Software": None, **font}))
+    meta = {FONT_KEY: f"{min_font_px(fig):.2f}"}
+    if problems:
+        meta[PROBLEMS_KEY] = "; ".join(problems)
+    write_atomic(png, lambda tmp: fig.savefig(tmp, metadata={"Software": None, **meta}))
     write_atomic(svg, lambda tmp: fig.savefig(tmp, metadata={"Date": None, "Creator": None}))
     return [png, svg]
 
 
 def show(fig: plt.Figure, stem: str | Path, *, caption: str) -> None:
-    """Check ``fig`` reads in the book (:func:`figure_problems`: an error naming each problem,
-    before anything is written), save it (:func:`savefig`) with its provenance record as
-    ``stem.png`` and ``stem.svg``, close it and display the saved PNG at 1×, its ``caption``
-    (what to see in it; inline HTML allowed) and the provenance line under it. Returns
-    nothing: as a cell's last expression a returned path was shown on the page.
+    """Check ``fig`` reads in the book (overlapping minor labels of a log axis dropped:
+    :func:`thin_minor_labels`; what is still wrong: :func:`figure_problems`), save it
+    (:func:`savefig`) with its provenance record as ``stem.png`` and ``stem.svg``, close it and
+    display the saved PNG at 1×, its ``caption`` (what to see in it; inline HTML allowed) and
+    the provenance line under it. Returns nothing: as a cell's last expression a returned path
+    was shown on the page.
+
+    A figure with problems is saved and shown all the same, with a warning under it and the
+    problems recorded in its PNG (:data:`PROBLEMS_KEY`): a crowded axis in a long paper-scale
+    run must not cost the run, and the book check (CI) fails on it.
 
     The one way a chapter puts a figure on the page: what the book shows is the file on disk,
     and a figure cannot be saved without the provenance of its chapter run
@@ -260,17 +303,25 @@ def show(fig: plt.Figure, stem: str | Path, *, caption: str) -> None:
         raise ValueError(f"figure {stem.name}: give it a caption that says what to see")
     if not (stem.parent / "_stage.provenance.json").is_file():
         record_figure(stem, [])  # raises, naming what to do, before anything is written
+    thin_minor_labels(fig)
     problems = figure_problems(fig)
-    if problems:
-        plt.close(fig)
-        raise ValueError(f"figure {stem.name} does not read in the book: " + "; ".join(problems))
-    files = savefig(fig, stem)
+    if problems:  # saved and shown all the same: a long run is not lost to a crowded axis
+        message = f"figure {stem.name} does not read in the book: " + "; ".join(problems)
+        warnings.warn(message, stacklevel=2)
+    files = savefig(fig, stem, problems)
     plt.close(fig)
     record = record_figure(stem, files)
     with PILImage.open(files[0]) as im:
         width = im.width // SAVE_SCALE
     display(Image(filename=str(files[0]), width=width))
-    display(HTML(f'<p class="figure-caption">{caption}</p>' + caption_html(record)))
+    flag = (
+        '<p class="figure-problems"><strong>This figure does not read as drawn:</strong> '
+        + html.escape("; ".join(problems))
+        + "</p>"
+        if problems
+        else ""
+    )
+    display(HTML(f'<p class="figure-caption">{caption}</p>' + flag + caption_html(record)))
 
 
 #: Where the book ships the result files, relative to a chapter page (``scripts/build_book.py``

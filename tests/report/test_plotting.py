@@ -212,15 +212,41 @@ def test_panels_wraps_into_rows_of_the_column_width():
             plotting.panels(bad)
 
 
-def test_show_refuses_an_unreadable_figure_and_one_without_caption(tmp_path, monkeypatch):
-    monkeypatch.setattr("IPython.display.display", lambda obj: None)
+def test_show_flags_an_unreadable_figure_and_refuses_one_without_caption(tmp_path, monkeypatch):
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj: shown.append(obj))
     _stage_record(tmp_path / "figures")
     plotting.use_style()
     fig, _ = plt.subplots(1, 4, figsize=(15, 3))
-    with pytest.raises(ValueError, match="does not read in the book: 1500 px wide"):
+    with pytest.warns(UserWarning, match="does not read in the book: 1500 px wide"):
         plotting.show(fig, tmp_path / "figures" / "wide", caption="Too wide.")
-    assert not (tmp_path / "figures" / "wide.png").exists()
+    with Image.open(tmp_path / "figures" / "wide.png") as im:  # saved, its problem recorded
+        assert im.text[plotting.PROBLEMS_KEY].startswith("1500 px wide")
+    assert "does not read as drawn" in shown[-1].data and "1500 px wide" in shown[-1].data
+    fig, ax = plt.subplots()
+    ax.plot([0, 1])
+    plotting.show(fig, tmp_path / "figures" / "fine", caption="Fine.")
+    with Image.open(tmp_path / "figures" / "fine.png") as im:
+        assert plotting.PROBLEMS_KEY not in im.text
+    assert "does not read" not in shown[-1].data
     fig, _ = plt.subplots()
     with pytest.raises(ValueError, match="caption"):
         plotting.show(fig, tmp_path / "figures" / "bare", caption=" ")
+    plt.close(fig)
+
+
+def test_overlapping_minor_labels_of_a_log_axis_are_dropped_and_majors_kept():
+    plotting.use_style()
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.set_xscale("log")
+    ax.set_xlim(16, 256)  # about a decade: matplotlib labels the minor ticks
+    fig.draw_without_rendering()
+    minor = [t.get_text() for t in ax.xaxis.get_minorticklabels() if t.get_text()]
+    assert minor and plotting.label_overlaps(fig)
+    assert plotting.thin_minor_labels(fig) == 1
+    assert plotting.label_overlaps(fig) == []
+    fig.draw_without_rendering()
+    assert not [t.get_text() for t in ax.xaxis.get_minorticklabels() if t.get_text()]
+    assert [t.get_text() for t in ax.xaxis.get_majorticklabels() if t.get_text()]
+    assert plotting.thin_minor_labels(fig) == 0  # nothing left to thin
     plt.close(fig)
