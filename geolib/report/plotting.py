@@ -143,12 +143,16 @@ def min_font_px(fig: plt.Figure) -> float:
     return min(sizes) * DPI_1X / 72.0 if sizes else float("inf")
 
 
-def _shown_ticklabels(ax, which: str) -> list[Text]:
-    """The tick labels of ``ax``'s x or y axis that are drawn (inside the view, non-empty)."""
+def _shown_ticklabels(ax, which: str, *, minor_only: bool = False) -> list[Text]:
+    """The tick labels of ``ax``'s x or y axis that are drawn (inside the view, non-empty);
+    only the minor ticks' with ``minor_only``."""
     axis = ax.xaxis if which == "x" else ax.yaxis
     lo, hi = sorted(ax.get_xlim() if which == "x" else ax.get_ylim())
+    ticks = (
+        axis.get_minor_ticks() if minor_only else axis.get_major_ticks() + axis.get_minor_ticks()
+    )
     out = []
-    for tick in itertools.chain(axis.get_major_ticks(), axis.get_minor_ticks()):
+    for tick in ticks:
         label = tick.label1
         if not (label.get_visible() and tick.get_visible() and label.get_text().strip()):
             continue
@@ -213,17 +217,8 @@ def thin_minor_labels(fig: plt.Figure) -> int:
         for which, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
             if axis.get_scale() not in ("log", "symlog"):
                 continue
-            lo, hi = sorted(ax.get_xlim() if which == "x" else ax.get_ylim())
-            labels = [
-                t.label1
-                for t in axis.get_minor_ticks()
-                if t.label1.get_visible()
-                and t.label1.get_text().strip()
-                and lo <= t.get_loc() <= hi
-            ]
-            boxes = sorted(
-                (t.get_window_extent(renderer) for t in labels), key=lambda b: b.x0 + b.y0
-            )
+            labels = _shown_ticklabels(ax, which, minor_only=True)
+            boxes = [t.get_window_extent(renderer) for t in labels]
             if any(_overlap(a, b) for a, b in itertools.combinations(boxes, 2)):
                 axis.set_minor_formatter(NullFormatter())
                 thinned += 1
