@@ -124,19 +124,12 @@ frames.forEach(f => f.addEventListener("load", () => {
 _FIGURES = re.compile(r'<pre id="figure-report">(.*?)</pre>', re.DOTALL)
 #: below this display scale (shown ÷ drawn width at 1×, at 1280 px) a figure is shrunk too far
 MIN_FIGURE_SCALE = 0.6
-#: the smallest text a reader should meet in a figure, CSS px as shown (the figure style's own
-#: minimum, ``geolib.report.plotting.MIN_FONT_PX``)
-MIN_TEXT_PX = 9.0
+#: the smallest text a reader should meet in a figure, CSS px as shown: the figure style's own
+#: minimum (``plotting.MIN_FONT_PX``), read there so the two cannot drift apart
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from geolib.report.plotting import FONT_KEY, MIN_FONT_PX, PROBLEMS_KEY, SAVE_SCALE  # noqa: E402
 
-
-@functools.cache
-def _figure_style() -> tuple[int, str, str]:
-    """``(SAVE_SCALE, FONT_KEY, PROBLEMS_KEY)`` of the figure style the book's figures were
-    saved with."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from geolib.report.plotting import FONT_KEY, PROBLEMS_KEY, SAVE_SCALE
-
-    return SAVE_SCALE, FONT_KEY, PROBLEMS_KEY
+MIN_TEXT_PX = MIN_FONT_PX
 
 
 def saved_figure(png: Path) -> tuple[float, float | None, str]:
@@ -145,11 +138,10 @@ def saved_figure(png: Path) -> tuple[float, float | None, str]:
     width); another image counts as drawn at 1×, its font unknown, no problems recorded."""
     from PIL import Image
 
-    save_scale, font_key, problems_key = _figure_style()
     with Image.open(png) as im:
         text = getattr(im, "text", {}) or {}
-        if font_key in text:
-            return im.width / save_scale, float(text[font_key]), text.get(problems_key, "")
+        if FONT_KEY in text:
+            return im.width / SAVE_SCALE, float(text[FONT_KEY]), text.get(PROBLEMS_KEY, "")
         return float(im.width), None, ""
 
 
@@ -391,7 +383,6 @@ def _tree_clean(html_root: Path) -> bool:
     """Whether the repository the book was built in (``<repo>/book/_build/html``) is a git tree
     with a commit and nothing changed but what a pipeline run writes."""
     repo = _repo_of(html_root)
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from geolib.report.provenance import git_state
 
     state = git_state(repo)
