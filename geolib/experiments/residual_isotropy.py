@@ -3,8 +3,10 @@ stage that writes the tables the ``residual_isotropy`` chapter reads.
 
     python -m geolib.experiments.residual_isotropy --params params.yaml --section residual_isotropy
 
-For every run and checkpoint (ascending), three disjoint sets of windows of the same token file
-pass through the model (forward only; inputs as in training, so the encoder sees its masking):
+For every run and checkpoint (ascending), three disjoint sets of windows of the same token ids
+(the pipeline's token file for our runs; for hub models the corpus text ``text`` in their own
+tokenizer's ids, :mod:`geolib.models.token_groups`) pass through the model (forward only;
+inputs as in training, so the encoder sees its masking):
 
 1. **source** windows: each layer's covariance; its top-k principal subspace is ``refit`` T.
    T fitted at the ``frozen_sources`` steps is kept and applied to every later step.
@@ -40,7 +42,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from geolib.data.tokens import load_tokens
 from geolib.data.windows import model_batch, split_windows
 from geolib.files import write_json, write_table
 from geolib.measure.metrics import StreamingCovariance
@@ -62,15 +63,10 @@ from geolib.measure.residual import (
     top_removal_isoscores,
 )
 from geolib.measure.stats import bootstrap_weights, percentile_interval
-from geolib.models.checkpoints import (
-    checkpoints_of,
-    load,
-    revision_step,
-    shared_vocab_size,
-    training_mask_prob,
-)
+from geolib.models.checkpoints import is_hub_id, load, revision_step, training_mask_prob
 from geolib.models.device import resolve_device
 from geolib.models.replicas import per_seed
+from geolib.models.token_groups import run_checkpoints, token_groups
 from geolib.stage import stage
 
 
@@ -384,9 +380,10 @@ def summarise(results: list[RunResult], p: dict[str, Any]) -> dict[str, Any]:
 
 
 def _checkpoints(run: str, p: dict[str, Any]) -> list[str | int]:
-    """The run's checkpoints, or the listed ``steps`` of them (all must exist)."""
-    ckpts = checkpoints_of(run, p.get("revisions"))
-    if p.get("steps") is None:
+    """The run's checkpoints, or the listed ``steps`` of them (all must exist); a hub run's
+    are its revisions, which ``steps`` does not filter."""
+    ckpts = run_checkpoints(run, p.get("revisions"))
+    if p.get("steps") is None or is_hub_id(run):
         return ckpts
     missing = sorted(set(p["steps"]) - set(ckpts))
     if missing:
@@ -401,12 +398,23 @@ def run_stage(p: dict[str, Any], log=print) -> dict[str, Any]:
     p = {**p, "device": resolve_device(p["device"])}
     out = Path(p["out_dir"])
     out.mkdir(parents=True, exist_ok=True)
-    tokens = load_tokens(p["tokens"], shared_vocab_size(list(p["runs"]), p.get("revisions")))
     n_src, n_ev, n_ref = int(p["n_source"]), int(p["n_eval"]), int(p["n_reference"])
-    src, rest = split_windows(tokens, int(p["seq_len"]) + 1, n_src, n_ev + n_ref, int(p["seed"]))
-    windows = {"source": src, "eval": rest[:n_ev], "reference": rest[n_ev:]}
     boot = bootstrap_weights(n_ev, int(p["n_boot"]), int(p["seed"]) + 11)
-    results = [analyse_run(run, _checkpoints(run, p), windows, p, boot, log) for run in p["runs"]]
+    found = {}
+    for group in token_groups(  # hub models read `text` in their own ids (one group each)
+        p["runs"],
+        p.get("revisions"),
+        tokens=p["tokens"],
+        text=p.get("text"),
+        max_text_tokens=int(p["max_text_tokens"]),
+    ):
+        src, rest = split_windows(
+            group.tokens, int(p["seq_len"]) + 1, n_src, n_ev + n_ref, int(p["seed"])
+        )
+        windows = {"source": src, "eval": rest[:n_ev], "reference": rest[n_ev:]}
+        for run in group.runs:
+            found[run] = analyse_run(run, _checkpoints(run, p), windows, p, boot, log)
+    results = [found[run] for run in p["runs"]]
     rows = pd.DataFrame([row for r in results for row in r.rows])
     write_table(out / "residual_isotropy.csv", rows)
     summary = summarise(results, p)

@@ -170,8 +170,8 @@ def test_duplicate_checkpoints_are_flagged(decoder_and_encoder_runs, tmp_path):
 
 def test_checkpoints_of_errors(tmp_path):
     with pytest.raises(ValueError, match="revisions"):
-        ge.checkpoints_of("org/model", None)
-    assert ge.checkpoints_of("org/model", ["step0", "step9"]) == ["step0", "step9"]
+        ge.run_checkpoints("org/model", None)
+    assert ge.run_checkpoints("org/model", ["step0", "step9"]) == ["step0", "step9"]
 
 
 def test_training_mask_prob(decoder_and_encoder_runs):
@@ -199,7 +199,7 @@ def test_hub_revisions_offline_with_a_duplicate(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
     tokens = np.random.default_rng(0).integers(3, V, 2000)
     src, ev = ge.split_windows(tokens, 17, 6, 6, seed=0)
-    ckpts = ge.checkpoints_of("testorg/tiny", ["step0", "step1", "step4"])
+    ckpts = ge.run_checkpoints("testorg/tiny", ["step0", "step1", "step4"])
     res = ge.analyse_run(
         "testorg/tiny",
         ckpts,
