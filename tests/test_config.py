@@ -132,7 +132,7 @@ def test_every_profile_reads_only_the_domains_its_corpus_has():
     for profile in [None, *sorted((root / "profiles").glob("*.yaml"))]:
         params = defaults if profile is None else apply_profiles(defaults, profile)
         have = _corpus_domains(params)
-        named = _token_domains(params) | set(params["gradient_energy_pretrained"]["domains"])
+        named = _token_domains(params) | set(params["gradient_energy_pretrained"]["measure"]["corpus"])
         assert named <= have, f"{profile}: {sorted(named - have)} not in the corpus {have}"
         assert len(named) >= 4, named  # the check has something to check
     paper = apply_profiles(defaults, root / "profiles" / "paper.yaml")
@@ -148,6 +148,7 @@ _SIZE_KEY = re.compile(
     r"|n_layers|vocab_size|token_budget|max_\w+|min_occurrences|log_max|checkpoint_every"
     r"|eval_interval|eval_batches|\w*seeds|key_rank|a[57]_source|early_max|jitter_from"
     r"|frozen_sources|ranks"
+    r"|tokens|n-boot|batch-size|seq-len"  # the same sizes as `geolib measure` spells them
 )
 
 

@@ -33,7 +33,6 @@ and ``summary.json`` (the key numbers of A4, A6 and A7 with their intervals).
 from __future__ import annotations
 
 import argparse
-import json
 import time
 import zlib
 from dataclasses import dataclass, field
@@ -43,7 +42,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from geolib.data.tokens import load_tokens
 from geolib.data.windows import model_batch, split_windows
 from geolib.files import write_csv, write_json, write_table
 from geolib.measure.energy_counts import a4_count, a7_count
@@ -128,22 +126,17 @@ def analyse_run(
     n_boot: int,
     level: float,
     log=print,
-    loader=None,
     device: str | torch.device = "cpu",
 ) -> RunResult:
-    """Measure R_energy for every checkpoint of one run (see the module docstring).
-
-    ``loader(checkpoint) -> (model, tokenizer)`` replaces ``checkpoints.load(source, …)`` for
-    models that are not run directories or hub ids (e.g. a GGUF file). The model runs on
-    ``device``; its batches follow it.
-    """
+    """Measure R_energy for every checkpoint of one run (see the module docstring). The model
+    runs on ``device``; its batches follow it."""
     mask_prob = training_mask_prob(source, mask_prob)
     frozen: dict[tuple[int, str, int], np.ndarray] = {}  # (source step, layer, k) -> T
     result: RunResult | None = None
     seen: dict[str, int] = {}
     for i, ckpt in enumerate(checkpoints):
         t0 = time.perf_counter()
-        model, tokenizer = load(source, ckpt, device=device) if loader is None else loader(ckpt)
+        model, tokenizer = load(source, ckpt, device=device)
         model.to(device).eval()
         step = revision_step(ckpt)
         decoder = is_decoder(model)
@@ -526,57 +519,6 @@ def summarise_tables(results: list[RunResult], ratios: Any, losses: Any, p: dict
     return summary
 
 
-def run_pretrained_stage(p: dict[str, Any], log=print) -> list[dict[str, Any]]:
-    """The probes on the released model of ``geolib.models.pretrained``, once per corpus domain,
-    each with its own windows of that domain's text (encoded with the model's tokenizer). Writes
-    ``r_energy.csv`` (a ``domain`` column; ``step`` -1: the released checkpoint) and
-    ``losses.csv`` to ``out_dir``; returns the rows."""
-    device = resolve_device(p["device"])
-    import pandas as pd
-
-    from geolib.models.pretrained import load_gguf
-
-    root = Path(p["pretrained_dir"])
-    sheet = json.loads((root / "datasheet.json").read_text())
-    cached: list[Any] = []
-
-    def loader(_ckpt):
-        if not cached:
-            cached.extend(load_gguf(root / "model", sheet["model_file"]))
-        return cached[0], cached[1]
-
-    rows, losses = [], []
-    for domain in p["domains"]:
-        tokens = load_tokens(root / "tokens" / f"{domain}.npy", int(sheet["vocab_size"]))
-        src, ev = split_windows(
-            tokens, int(p["seq_len"]) + 1, int(p["n_source"]), int(p["n_eval"]), int(p["seed"])
-        )
-        res = analyse_run(
-            sheet["name"],
-            ["final"],
-            src,
-            ev,
-            ranks=[int(k) for k in p["ranks"]],
-            n_controls=int(p["n_controls"]),
-            frozen_sources=[],
-            batch_size=int(p["batch_size"]),
-            mask_prob=p["mask_prob"],
-            seed=int(p["seed"]),
-            n_boot=int(p["n_boot"]),
-            level=float(p["ci_level"]),
-            log=log,
-            loader=loader,
-            device=device,
-        )
-        rows += [{"domain": domain, **row} for row in res.rows]
-        losses += [{"domain": domain, **row} for row in res.losses]
-    out = Path(p["out_dir"])
-    out.mkdir(parents=True, exist_ok=True)
-    write_table(out / "r_energy.csv", pd.DataFrame(rows))
-    write_table(out / "losses.csv", pd.DataFrame(losses))
-    return rows
-
-
 def main(argv: list[str] | None = None) -> int:
     def threads(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--threads", type=int, default=None, help="torch threads")
@@ -584,9 +526,6 @@ def main(argv: list[str] | None = None) -> int:
     st = stage(__doc__, "gradient_energy", argv, threads)
     if st.args.threads:
         torch.set_num_threads(st.args.threads)
-    if "pretrained_dir" in st.params:  # the released model, one row per domain
-        run_pretrained_stage(st.params)
-        return st.done()
     return st.done(run_stage(st.params), hide=("a7_units",))
 
 

@@ -1,15 +1,17 @@
 """The geometry of any model, one command: ``geolib measure`` (or ``python -m geolib measure``).
 
-    geolib measure MODEL [--revision R ...] [--text FILE | --corpus id|ood|DOMAIN]
+    geolib measure MODEL [--revision R ...] [--text FILE ... | --corpus id|ood|DOMAIN ...]
                    [--device cpu|cuda] [--layers all|L,...] [--tokens N] [--out DIR]
 
 ``MODEL`` is a hub id (``EleutherAI/pythia-70m``; revisions such as ``step1000``), one of our
 run directories (revisions are steps; default the last), a ``save_pretrained`` folder, or a
 GGUF file (``model.gguf``). Causal and masked LMs. The text is encoded with the model's own
 tokenizer and cut into non-overlapping windows; a seeded half of them is the *source* set, the
-other half the *evaluation* set (disjoint, as in the gradient-energy chapter).
+other half the *evaluation* set (disjoint, as in the gradient-energy chapter). Several texts
+(``--corpus id ood_bible``, or several files) are measured one by one on the same loaded model,
+each with its own windows; ``ood`` is every OOD domain of the corpus as one text.
 
-For each revision and each layer ℓ (the residual stream after the embedding and after each
+For each revision, text and layer ℓ (the residual stream after the embedding and after each
 block, :func:`geolib.measure.probes.layer_names`), one row of ``measure.csv``:
 
 - the residual states H_ℓ of the source windows (streamed covariance, memory O(d²) whatever the
@@ -24,8 +26,10 @@ block, :func:`geolib.measure.probes.layer_names`), one row of ``measure.csv``:
 - and, the same on every row of a revision, the unembedding W: effective rank (σ and σ²
   variants), stable rank, IsoScore.
 
-Outputs in ``--out``: ``measure.csv``, ``summary.json`` (the model, each revision's weight hash,
-token counts, library versions) and ``profiles.png`` (per-layer profiles, one line per
+Outputs in ``--out``: ``measure.csv``, ``r_energy.csv`` (the R_energy columns again, one row per
+revision, layer and rank, in the gradient-energy chapter's columns), ``summary.json`` (the
+model, each revision's weight hash, token counts, library versions, the command line) and
+``profiles.png`` (per-layer profiles, one line per
 revision). They are written only after every revision was measured, so a bad revision leaves no
 partial table. Bad input (no LM head, a revision not in the cache, a text shorter than the
 windows, a layer out of range, ``cuda`` without a GPU) stops before any model is measured.
@@ -35,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
+import shlex
 import sys
 import time
 from dataclasses import dataclass, field, fields
@@ -56,6 +61,7 @@ from geolib.measure.metrics import (
     stable_rank,
 )
 from geolib.measure.probes import (
+    REFIT,
     GradientEnergy,
     SecondMoment,
     ceiling_ratios,
@@ -69,7 +75,7 @@ from geolib.measure.probes import (
     unembedding,
 )
 from geolib.measure.residual import top_removal_isoscores
-from geolib.models.checkpoints import load, training_mask_prob
+from geolib.models.checkpoints import load, revision_step, training_mask_prob
 from geolib.models.device import resolve_device
 from geolib.models.fingerprint import weights_hash
 from geolib.models.pretrained import encode_domain, load_gguf
@@ -85,8 +91,8 @@ class Request:
 
     model: str
     revisions: tuple[str | int | None, ...]
-    text: str | None = None
-    corpus: str | None = None
+    text: tuple[str, ...] = ()  # files (one str is taken as one file)
+    corpus: tuple[str, ...] = ()  # corpus domains, or "id" / "ood"
     corpus_dir: str = "data/corpus"
     device: str = "cpu"
     layers: str = "all"
@@ -101,8 +107,16 @@ class Request:
     out: str = "measure-out"
 
     def __post_init__(self) -> None:
-        if (self.text is None) == (self.corpus is None):
-            raise ValueError("give the text to measure on: --text FILE or --corpus id|ood|DOMAIN")
+        for name in ("text", "corpus"):
+            value = getattr(self, name)
+            value = () if value is None else (value,) if isinstance(value, str) else tuple(value)
+            object.__setattr__(self, name, value)
+        if bool(self.text) == bool(self.corpus):
+            raise ValueError(
+                "give the text to measure on: --text FILE ... or --corpus id|ood|DOMAIN ..."
+            )
+        if len(set(self.sources)) != len(self.sources):
+            raise ValueError(f"a text is named twice: {list(self.sources)}")
         resolve_device(
             self.device, "--device"
         )  # cuda without a GPU: an error now, never the CPU instead
@@ -121,6 +135,11 @@ class Request:
                 f"--tokens {self.tokens} hold fewer than 4 windows of {self.seq_len + 1} tokens "
                 "(2 source and 2 evaluation sequences are the least a bootstrap can use)"
             )
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        """The texts' labels, in order: ``corpus:<name>`` or the file's path."""
+        return self.text or tuple(f"corpus:{c}" for c in self.corpus)
 
     @property
     def batch(self) -> int:
@@ -158,20 +177,20 @@ def load_model(req: Request, revision: str | int | None):
     return model, tok
 
 
-def encode_text(req: Request, tokenizer) -> np.ndarray:
-    """Token ids of the text, by the model's own tokenizer, up to ``req.tokens``."""
-    if req.text is not None:
-        text = Path(req.text).read_text(encoding="utf-8")
+def encode_text(req: Request, tokenizer, source: str) -> np.ndarray:
+    """Token ids of the text ``source`` (one of ``req.sources``), by the model's own tokenizer,
+    up to ``req.tokens``."""
+    if not source.startswith("corpus:"):
+        text = Path(source).read_text(encoding="utf-8")
         ids = tokenizer(text, add_special_tokens=False)["input_ids"][: req.tokens]
         tokens = np.asarray(ids, dtype=np.int64)
     else:
+        corpus = source.removeprefix("corpus:")
         splits = corpus_splits(req.corpus_dir)
-        domains = (
-            [d for d in splits if d.startswith("ood")] if req.corpus == "ood" else [req.corpus]
-        )
+        domains = [d for d in splits if d.startswith("ood")] if corpus == "ood" else [corpus]
         unknown = [d for d in domains if d not in splits]
         if not domains or unknown:
-            raise ValueError(f"--corpus {req.corpus!r}: the corpus has domains {sorted(splits)}")
+            raise ValueError(f"--corpus {corpus!r}: the corpus has domains {sorted(splits)}")
         share = req.tokens // len(domains)
         parts = []
         for d in domains:  # an equal share of each domain, its validation split if it has one
@@ -180,7 +199,7 @@ def encode_text(req: Request, tokenizer) -> np.ndarray:
         tokens = np.concatenate(parts)
     if len(tokens) < 4 * (req.seq_len + 1):
         raise ValueError(
-            f"the text holds {len(tokens)} tokens of this model, fewer than 4 windows of "
+            f"{source} holds {len(tokens)} tokens of this model, fewer than 4 windows of "
             f"{req.seq_len + 1}: give a longer text or a shorter --seq-len"
         )
     return tokens
@@ -261,8 +280,9 @@ def measure_revision(
     ev: np.ndarray,
     layer_idx: list[int],
     progress: tqdm | None = None,
+    source: str = "",
 ) -> Measured:
-    """Every row of one revision (module docstring)."""
+    """Every row of one revision on one text, labelled ``source`` (module docstring)."""
     t0 = time.perf_counter()
     names = layer_names(model)
     d = int(model.config.hidden_size)
@@ -325,6 +345,8 @@ def measure_revision(
         row: dict[str, Any] = {
             "model": req.model,
             "revision": out.revision,
+            "text": source,
+            "decoder": decoder,
             "layer": names[i],
             "layer_index": i,
             "d_model": d,
@@ -352,43 +374,48 @@ def measure_revision(
 
 
 def measure(req: Request, log=print) -> tuple[list[Measured], dict[str, Any]]:
-    """Load, check and measure every revision; returns the results and the summary. Nothing is
-    written here (:func:`write_outputs`), so a failure leaves no partial output."""
+    """Load, check and measure every revision on every text; returns the results (one per
+    revision and text) and the summary. Nothing is written here (:func:`write_outputs`), so a
+    failure leaves no partial output."""
     results: list[Measured] = []
-    tokens = src = ev = None
+    texts: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     layer_idx: list[int] = []
     bar = None
     for j, revision in enumerate(req.revisions):
         model, tokenizer = load_model(req, revision)
-        if tokens is None:  # the text, windows and layers of the first revision serve them all
-            tokens = encode_text(req, tokenizer)
-            src, ev = windows(req, tokens)
+        if not texts:  # the texts, windows and layers of the first revision serve them all
+            for source in req.sources:
+                tokens = encode_text(req, tokenizer, source)
+                texts[source] = (tokens, *windows(req, tokens))
             layer_idx = pick_layers(req.layers, layer_names(model))
-            per_rev = -(-len(src) // req.batch) + -(-len(ev) // req.batch)
+            per_rev = sum(
+                -(-len(src) // req.batch) + -(-len(ev) // req.batch)
+                for _, src, ev in texts.values()
+            )
             bar = tqdm(
                 total=per_rev * len(req.revisions), desc="revisions × batches", file=sys.stderr
             )
-        res = measure_revision(req, revision, model, tokenizer, src, ev, layer_idx, bar)
-        results.append(res)
-        log(
-            f"{req.model} @ {res.revision} ({j + 1}/{len(req.revisions)}): "
-            f"{len(layer_idx)} layers, eval loss {res.eval_loss:.3f}, {res.seconds:.1f} s"
-        )
+        for source, (_, src, ev) in texts.items():
+            res = measure_revision(req, revision, model, tokenizer, src, ev, layer_idx, bar, source)
+            results.append(res)
+            log(
+                f"{req.model} @ {res.revision} ({j + 1}/{len(req.revisions)}), {source}: "
+                f"{len(layer_idx)} layers, eval loss {res.eval_loss:.3f}, {res.seconds:.1f} s"
+            )
         del model
     if bar is not None:
         bar.close()
     summary = {
         "model": req.model,
         "revisions": {
-            r.revision: {
-                "weights_sha256": r.weights_sha256,
-                "eval_loss": r.eval_loss,
-                "seconds": r.seconds,
+            rev: {
+                "weights_sha256": next(r for r in results if r.revision == rev).weights_sha256,
+                "eval_loss": {r.rows[0]["text"]: r.eval_loss for r in results if r.revision == rev},
+                "seconds": sum(r.seconds for r in results if r.revision == rev),
             }
-            for r in results
+            for rev in dict.fromkeys(r.revision for r in results)
         },
-        "text": req.text or f"corpus:{req.corpus}",
-        "tokens": int(len(tokens)),
+        "texts": {source: int(len(tokens)) for source, (tokens, _, _) in texts.items()},
         "seq_len": req.seq_len,
         "ranks": measured_ranks(results[0].rows[0]),
         "controls": req.controls,
@@ -399,6 +426,43 @@ def measure(req: Request, log=print) -> tuple[list[Measured], dict[str, Any]]:
         "libraries": {lib: importlib.metadata.version(lib) for lib in LIBRARIES},
     }
     return results, summary
+
+
+def long_table(table: Any) -> Any:
+    """``measure.csv``'s rows (one per revision, text and layer, a column group per rank) as one
+    row per revision, text, layer and rank k in the gradient-energy chapter's columns
+    (``r_energy.csv``: ``run``, ``text``, ``step``, ``decoder``, ``layer``, ``layer_index``,
+    ``k``, ``source`` = ``"refit"``, ``r_energy``, ``ci_low``, ``ci_high``, ``p_value``,
+    ``ceiling``, ``fraction_of_ceiling``, ``eval_loss``), so that the chapter's counts apply to
+    it unchanged."""
+    import pandas as pd
+
+    if len(table) == 0:
+        raise ValueError("measure.csv has no rows")
+    rows = []
+    for _, r in table.iterrows():
+        for k in measured_ranks(r.to_dict()):
+            ratio, ceiling = float(r[f"r_energy_k{k}"]), float(r[f"ceiling_k{k}"])
+            rows.append(
+                {
+                    "run": r["model"],
+                    "text": r["text"],
+                    "step": revision_step(str(r["revision"])),
+                    "decoder": bool(r["decoder"]),
+                    "layer": r["layer"],
+                    "layer_index": int(r["layer_index"]),
+                    "k": k,
+                    "source": REFIT,
+                    "r_energy": ratio,
+                    "ci_low": float(r[f"r_energy_k{k}_ci_low"]),
+                    "ci_high": float(r[f"r_energy_k{k}_ci_high"]),
+                    "p_value": float(r[f"r_energy_k{k}_p"]),
+                    "ceiling": ceiling,
+                    "fraction_of_ceiling": ratio / ceiling,
+                    "eval_loss": float(r["eval_loss"]),
+                }
+            )
+    return pd.DataFrame(rows)
 
 
 def measured_ranks(row: dict[str, Any]) -> list[int]:
@@ -445,14 +509,15 @@ def profiles_figure(results: list[Measured], path: Path) -> None:
 
 
 def write_outputs(results: list[Measured], summary: dict[str, Any], out: str | Path) -> Path:
-    """``measure.csv``, ``summary.json``, ``profiles.png`` in ``out`` (each written whole)."""
+    """``measure.csv``, ``r_energy.csv`` (:func:`long_table`), ``summary.json`` and
+    ``profiles.png`` in ``out`` (each written whole)."""
     import pandas as pd
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    write_csv(
-        out / "measure.csv", pd.DataFrame([r for res in results for r in res.rows]), index=False
-    )
+    table = pd.DataFrame([r for res in results for r in res.rows])
+    write_csv(out / "measure.csv", table, index=False)
+    write_csv(out / "r_energy.csv", long_table(table), index=False)
     write_json(out / "summary.json", summary)
     profiles_figure(results, out / "profiles.png")
     return out
@@ -477,8 +542,10 @@ def parser() -> argparse.ArgumentParser:
         help="hub revision or run step (repeat for several; default: the last)",
     )
     text = p.add_mutually_exclusive_group(required=True)
-    text.add_argument("--text", help="a UTF-8 text file")
-    text.add_argument("--corpus", help="our corpus: id, ood (all OOD domains) or a domain name")
+    text.add_argument("--text", nargs="+", help="UTF-8 text files (each measured on its own)")
+    text.add_argument(
+        "--corpus", nargs="+", help="our corpus: id, ood (all OOD domains as one) or domain names"
+    )
     p.add_argument("--corpus-dir", default="data/corpus")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (no silent fallback)")
     p.add_argument("--layers", default="all", help="all, or indices like 0,3,-1")
@@ -495,6 +562,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser().parse_args(argv)
     revs = tuple(int(r) if r.isdigit() else r for r in args.revision) if args.revision else (None,)
     try:
@@ -502,13 +570,14 @@ def main(argv: list[str] | None = None) -> int:
         given = {f.name: getattr(args, f.name) for f in fields(Request) if hasattr(args, f.name)}
         req = Request(**given | {"revisions": revs, "ranks": tuple(args.ranks)})
         results, summary = measure(req, log=lambda m: print(m, file=sys.stderr))
+        summary["command"] = shlex.join(["geolib", "measure", *argv])  # what to type again
     except (ValueError, RuntimeError, FileNotFoundError) as exc:
         print(f"geolib measure: {exc}", file=sys.stderr)
         return 2
     out = write_outputs(results, summary, req.out)
     print(
-        f"wrote {out}/measure.csv ({sum(len(r.rows) for r in results)} rows), summary.json, "
-        "profiles.png"
+        f"wrote {out}/measure.csv ({sum(len(r.rows) for r in results)} rows), r_energy.csv, "
+        "summary.json, profiles.png"
     )
     return 0
 

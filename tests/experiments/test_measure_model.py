@@ -12,6 +12,7 @@ import torch
 
 from geolib.__main__ import main as geolib_main
 from geolib.experiments import measure_model as mm
+from geolib.measure.energy_counts import a4_released_count
 from geolib.measure.metrics import (
     effective_rank,
     isoscore,
@@ -74,7 +75,7 @@ def test_every_column_against_the_library_computed_another_way(tmp_path):
     src, ev = mm.windows(req, tokens)
     states = residual_states(model, torch.from_numpy(src[:, :-1]))
     sg = states_and_gradients(model, torch.from_numpy(ev[:, :-1]), torch.from_numpy(ev[:, 1:]))
-    assert summary["tokens"] == 1000 and table["n_source"].iloc[0] == len(src)
+    assert summary["texts"] == {str(text): 1000} and table["n_source"].iloc[0] == len(src)
     assert summary["revisions"]["final"]["weights_sha256"] == weights_hash(model)
     assert np.isclose(table["eval_loss"].iloc[0], sg.loss_sum / sg.n_targets, rtol=1e-5)
     assert np.allclose(table["w_isoscore"], isoscore(model.get_output_embeddings().weight.detach()))
@@ -99,6 +100,42 @@ def test_every_column_against_the_library_computed_another_way(tmp_path):
             assert row[f"r_energy_k{k}"] <= row[f"r_energy_k{k}_ci_high"]
             assert row[f"r_energy_k{k}"] <= row[f"ceiling_k{k}"] * (1 + 1e-9)
     assert summary["ranks"] == [1, 2] and set(summary["libraries"]) >= {"torch", "transformers"}
+    assert summary["command"].startswith("geolib measure ") and "--seq-len 16" in summary["command"]
+
+    # r_energy.csv: the same numbers, one row per layer and rank, in the chapter's columns, so
+    # that the chapter's counts read it (every embedding-free layer of the decoder is a unit)
+    long = pd.read_csv(out / "r_energy.csv")
+    assert len(long) == 3 * 2 and set(long["source"]) == {"refit"} and set(long["step"]) == {-1}
+    for _, r in long.iterrows():
+        wide = table[table["layer_index"] == r["layer_index"]].iloc[0]
+        for col, src in (("r_energy", ""), ("ci_low", "_ci_low"), ("ci_high", "_ci_high")):
+            assert r[col] == pytest.approx(wide[f"r_energy_k{r['k']}{src}"], rel=1e-12)
+        assert r["fraction_of_ceiling"] == pytest.approx(r["r_energy"] / r["ceiling"], rel=1e-12)
+    count = a4_released_count(long.assign(domain="text"), k=2, threshold=0.5, no_effect=0.1)
+    assert count["n_units"] + count["n_below_ceiling"] == 2  # the two block layers
+    with pytest.raises(ValueError, match="no rows"):
+        mm.long_table(table.iloc[:0])
+
+
+def test_several_texts_are_measured_one_by_one_as_if_alone(tmp_path, capsys):
+    """Two texts on one loaded model give each text the rows it gets measured alone (its own
+    windows), labelled by the text; a text named twice is refused."""
+    folder = _saved_model(tmp_path / "model")
+    a, b = _text(tmp_path / "a.txt", seed=1), _text(tmp_path / "b.txt", seed=2)
+    both, alone = tmp_path / "both", tmp_path / "alone"
+    assert mm.main([str(folder), "--text", str(a), str(b), *ARGS, "--out", str(both)]) == 0
+    assert mm.main([str(folder), "--text", str(a), *ARGS, "--out", str(alone)]) == 0
+    table, one = pd.read_csv(both / "measure.csv"), pd.read_csv(alone / "measure.csv")
+    assert list(table["text"]) == [str(a)] * 3 + [str(b)] * 3
+    pd.testing.assert_frame_equal(table.iloc[:3].reset_index(drop=True), one)
+    assert not np.allclose(table["r_energy_k1"].iloc[:3], table["r_energy_k1"].iloc[3:])
+    summary = json.loads((both / "summary.json").read_text())
+    assert set(summary["revisions"]["final"]["eval_loss"]) == {str(a), str(b)}
+    assert set(pd.read_csv(both / "r_energy.csv")["text"]) == {str(a), str(b)}
+    assert (
+        mm.main([str(folder), "--text", str(a), str(a), *ARGS, "--out", str(tmp_path / "x")]) == 2
+    )
+    assert "named twice" in capsys.readouterr().err and not (tmp_path / "x").exists()
 
 
 def test_hub_revisions_offline_give_one_row_per_revision_and_layer(tmp_path, monkeypatch):

@@ -10,14 +10,12 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from geolib.data.corpus import write_jsonl
-from geolib.experiments import gradient_energy as ge
 from geolib.files import sha256_file
 from geolib.models import pretrained as pt
-from tests.models.test_checkpoints import V, make_tokenizer
+from tests.models.test_checkpoints import make_tokenizer
 
 
 def fake_cached_wheel(raw: Path, name: str, members: dict[str, bytes]) -> dict:
@@ -95,55 +93,3 @@ def test_load_gguf_refuses_a_file_that_differs_from_the_fetch(tmp_path):
         pt.load_gguf(tmp_path / "model", "m.gguf")
     with pytest.raises(ValueError, match="damaged or replaced"):
         pt.load_gguf(tmp_path / "model", "m.gguf", sha256=good)
-
-
-def test_pretrained_stage_loops_over_domains(tmp_path, monkeypatch):
-    from geolib.models.families import ModelConfig, build_model
-
-    root = tmp_path / "pre"
-    (root / "tokens").mkdir(parents=True)
-    (root / "datasheet.json").write_text(
-        json.dumps({"name": "toy", "model_file": "m.gguf", "vocab_size": V})
-    )
-    rng = np.random.default_rng(0)
-    for domain in ("id", "ood"):
-        np.save(root / "tokens" / f"{domain}.npy", rng.integers(3, V, 1500).astype(np.uint16))
-    model = build_model(
-        ModelConfig(family="olmo", d_model=16, n_layers=2, n_heads=2, d_ff=24, context=16),
-        V,
-        seed=0,
-    )
-    loads = []
-
-    def fake_load(folder, file):
-        loads.append((folder, file))
-        return model.eval(), None
-
-    monkeypatch.setattr(pt, "load_gguf", fake_load)
-    p = {
-        "seed": 0,
-        "device": "cpu",
-        "pretrained_dir": str(root),
-        "domains": ["id", "ood"],
-        "seq_len": 16,
-        "n_source": 6,
-        "n_eval": 6,
-        "batch_size": 3,
-        "mask_prob": None,
-        "ranks": [1, 4],
-        "n_controls": 4,
-        "n_boot": 30,
-        "ci_level": 0.9,
-        "out_dir": str(tmp_path / "out"),
-    }
-    ge.run_pretrained_stage(p, log=lambda *_: None)
-    assert len(loads) == 1  # loaded once for every domain
-    table = pd.read_csv(tmp_path / "out" / "r_energy.csv")
-    assert set(table["domain"]) == {"id", "ood"} and set(table["step"]) == {-1}
-    assert len(table) == 2 * 3 * 2  # domains x layers (embed + 2 blocks) x ranks
-    losses = pd.read_csv(tmp_path / "out" / "losses.csv")
-    assert list(losses["domain"]) == ["id", "ood"]
-    # a token file holding an id the model has no row for is refused by name, not IndexError
-    np.save(root / "tokens" / "ood.npy", np.array([3, V + 4] * 800, dtype=np.uint16))
-    with pytest.raises(ValueError, match=rf"ood\.npy: token id {V + 4} >= vocab_size {V}"):
-        ge.run_pretrained_stage(p, log=lambda *_: None)
