@@ -132,7 +132,9 @@ def test_every_profile_reads_only_the_domains_its_corpus_has():
     for profile in [None, *sorted((root / "profiles").glob("*.yaml"))]:
         params = defaults if profile is None else apply_profiles(defaults, profile)
         have = _corpus_domains(params)
-        named = _token_domains(params) | set(params["gradient_energy_pretrained"]["measure"]["corpus"])
+        named = _token_domains(params) | set(
+            params["gradient_energy_pretrained"]["measure"]["corpus"]
+        )
         assert named <= have, f"{profile}: {sorted(named - have)} not in the corpus {have}"
         assert len(named) >= 4, named  # the check has something to check
     paper = apply_profiles(defaults, root / "profiles" / "paper.yaml")

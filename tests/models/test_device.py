@@ -32,6 +32,7 @@ MODEL_MODULES = {
     "geolib.experiments.forgetting",
     "geolib.experiments.quant_robustness",
     "geolib.experiments.saturation",
+    "geolib",  # `python -m geolib measure`: the released-model lane
 }
 #: … and the ones that read tables or text only
 MODEL_FREE = {
@@ -41,6 +42,8 @@ MODEL_FREE = {
 }
 #: stages of a model module that read only tables (another subcommand)
 TABLE_STAGES = {"saturation_tables"}
+#: stages that run the `geolib` command (its options templated from params.yaml): tested below
+COMMAND_STAGES = {"gradient_energy_pretrained"}
 NO_GPU = not torch.cuda.is_available()
 
 
@@ -74,8 +77,16 @@ def test_every_module_stage_is_classified():
 @pytest.mark.skipif(not NO_GPU, reason="this machine has a GPU: `make test-device` covers it")
 @pytest.mark.parametrize(
     ("stage", "module", "argv"),
-    [s for s in MODULE_STAGES if s[1] in MODEL_MODULES and s[0] not in TABLE_STAGES],
-    ids=[s[0] for s in MODULE_STAGES if s[1] in MODEL_MODULES and s[0] not in TABLE_STAGES],
+    [
+        s
+        for s in MODULE_STAGES
+        if s[1] in MODEL_MODULES and s[0] not in TABLE_STAGES | COMMAND_STAGES
+    ],
+    ids=[
+        s[0]
+        for s in MODULE_STAGES
+        if s[1] in MODEL_MODULES and s[0] not in TABLE_STAGES | COMMAND_STAGES
+    ],
 )
 def test_a_model_stage_asked_for_cuda_without_one_stops_first(
     stage, module, argv, tmp_path, monkeypatch
@@ -90,6 +101,42 @@ def test_a_model_stage_asked_for_cuda_without_one_stops_first(
     with pytest.raises(DeviceUnavailableError, match="'cuda'.*no CUDA GPU"):
         main(argv)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["params.yaml"]
+
+
+def _rendered(cmd: str, params: dict) -> list[str]:
+    """A stage's command with its ``${section.key}`` templates filled as DVC fills them
+    (``parsing.list: nargs``: a mapping becomes ``--key value…``, a list its items)."""
+
+    def words(value) -> list[str]:
+        if isinstance(value, dict):
+            return [w for k, v in value.items() for w in (f"--{k}", *words(v))]
+        return [str(v) for v in value] if isinstance(value, list) else [str(value)]
+
+    out = []
+    for word in shlex.split(cmd):
+        m = re.fullmatch(r"\$\{(\w+)\.(\w+)\}", word)
+        out += words(params[m[1]][m[2]]) if m else [word]
+    return out
+
+
+@pytest.mark.skipif(not NO_GPU, reason="this machine has a GPU: `make test-device` covers it")
+@pytest.mark.parametrize("stage", sorted(COMMAND_STAGES))
+def test_a_command_stage_asked_for_cuda_without_one_stops_first(
+    stage, tmp_path, monkeypatch, capsys
+):
+    """The `geolib measure` stage, its command rendered from params.yaml with
+    ``common.device: cuda``, in an empty folder: exit 2 on the device's error, before it looks
+    for the model or the text, and nothing written."""
+    from geolib.__main__ import main as geolib_main
+
+    params = {**PARAMS, "common": {**PARAMS["common"], "device": "cuda"}}
+    argv = _rendered(STAGES[stage]["cmd"], params)
+    assert argv[:4] == ["python", "-m", "geolib", "measure"] and "--device" in argv
+    assert argv[argv.index("--device") + 1] == "cuda"
+    monkeypatch.chdir(tmp_path)
+    assert geolib_main(argv[3:]) == 2
+    assert "no CUDA GPU" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_resolve_device_accepts_the_cpu_and_refuses_other_names():
