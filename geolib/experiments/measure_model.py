@@ -38,6 +38,8 @@ windows, a layer out of range, ``cuda`` without a GPU) stops before any model is
 from __future__ import annotations
 
 import argparse
+import ctypes
+import ctypes.util
 import importlib.metadata
 import shlex
 import sys
@@ -158,6 +160,12 @@ class Measured:
     seconds: float = 0.0
 
 
+#: the C library, for :func:`release_freed_memory` (None where it cannot be opened)
+try:
+    _LIBC: ctypes.CDLL | None = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+except OSError:
+    _LIBC = None
+
 # ---------------------------------------------------------------------------------------------
 # Inputs
 # ---------------------------------------------------------------------------------------------
@@ -253,6 +261,16 @@ class CosineSum:
         return float((self.s @ self.s - self.n) / (self.n * (self.n - 1.0)))
 
 
+def release_freed_memory() -> None:
+    """Hand the heap pages freed by the last batch back to the OS (glibc's ``malloc_trim``; a
+    no-op where the C library has none). Without it the process's peak memory grows with the
+    number of batches although the measurement holds O(d²): measured on SmolLM2-135M, 1,024
+    windows, 9.95 GB peak without and 3.5 GB with, against 3.7 GB for 64 windows."""
+    trim = getattr(_LIBC, "malloc_trim", None)
+    if trim is not None:
+        trim(0)
+
+
 def centred_effective_rank(cov: np.ndarray) -> float:
     """Effective rank of the centred points from their covariance C: the singular values of the
     centred points are ∝ √eig(C), which are those of diag(√eig(C))."""
@@ -314,6 +332,7 @@ def measure_revision(
             h = states[i].detach().to("cpu", torch.float64).reshape(-1, d)
             covs[i].update(h)
             cosines[i].update(h)
+        release_freed_memory()
         if progress is not None:
             progress.update(1)
 
@@ -337,6 +356,7 @@ def measure_revision(
             moments[i].update(g)
             for k in ranks:
                 acc[i, k].update(g)
+        release_freed_memory()
         if progress is not None:
             progress.update(1)
 
