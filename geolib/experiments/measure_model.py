@@ -297,13 +297,13 @@ def measure_revision(
     src: np.ndarray,
     ev: np.ndarray,
     layer_idx: list[int],
+    source: str,
+    w_row: dict[str, float],
     progress: tqdm | None = None,
-    source: str = "",
-    w_row: dict[str, float] | None = None,
 ) -> Measured:
     """Every row of one revision on one text, labelled ``source`` (module docstring).
-    ``w_row``: :func:`unembedding_row` of this revision when already computed (it does not
-    depend on the text; its SVD of a vocabulary-sized W is costly)."""
+    ``w_row``: :func:`unembedding_row` of this revision, computed once for all its texts (it
+    does not depend on the text; its SVD of a vocabulary-sized W is costly)."""
     t0 = time.perf_counter()
     names = layer_names(model)
     d = int(model.config.hidden_size)
@@ -311,7 +311,6 @@ def measure_revision(
     ranks = [k for k in req.ranks if 2 * k <= d - 2]  # T and a control fit, 2 dims left over
     if not ranks:
         raise ValueError(f"no rank of {req.ranks} fits d = {d} (need 2k <= d - 2)")
-    w_row = unembedding_row(model) if w_row is None else w_row
     kw = dict(
         mask_token_id=getattr(tokenizer, "mask_token_id", None),
         vocab_size=int(model.config.vocab_size),
@@ -421,7 +420,7 @@ def measure(req: Request, log=print) -> tuple[list[Measured], dict[str, Any]]:
         w_row = unembedding_row(model)  # once per revision, whatever the texts
         for source, (_, src, ev) in texts.items():
             res = measure_revision(
-                req, revision, model, tokenizer, src, ev, layer_idx, bar, source, w_row
+                req, revision, model, tokenizer, src, ev, layer_idx, source, w_row, bar
             )
             results.append(res)
             log(
