@@ -176,6 +176,11 @@ def _stage_entry_sources(stage: dict) -> list[str]:
             _code_of_notebook(ROOT / "notebooks" / f"{m.group(1)}.ipynb"),
             (ROOT / "scripts" / "run_notebook.py").read_text(),
         ]
+    m = re.match(r"python -m geolib (\w+)", cmd)  # the geolib command: its subcommand's module
+    if m:
+        from geolib.__main__ import COMMANDS
+
+        return [_module_file(COMMANDS[m.group(1)]).read_text()]
     m = re.match(r"python -m (geolib[\w.]*)", cmd)
     if m:
         return [_module_file(m.group(1)).read_text()]
@@ -188,8 +193,12 @@ def _stage_entry_sources(stage: dict) -> list[str]:
 def reached_modules(stage: dict) -> set[Path]:
     """Files of every geolib module the stage's code imports, transitively."""
     todo = set().union(*(_imported_modules(s) for s in _stage_entry_sources(stage)))
-    m = re.match(r"python -m (geolib[\w.]*)", stage["cmd"])
-    if m:
+    m = re.match(r"python -m (geolib[\w.]*)(?: (\w+))?", stage["cmd"])
+    if m and m.group(1) == "geolib":  # the command picks its subcommand's module by name
+        from geolib.__main__ import COMMANDS
+
+        todo |= {"geolib.__main__", COMMANDS[m.group(2)]}
+    elif m:
         todo.add(m.group(1))
     seen: set[str] = set()
     while todo:
@@ -216,6 +225,18 @@ def test_stage_depends_on_every_module_it_reaches(name):
         if not any(f == d or d in f.parents for d in deps)
     ]
     assert not missing, f"stage {name!r} reaches {missing} but does not depend on them"
+
+
+def test_the_geolib_command_reaches_its_subcommand_modules():
+    """A stage running ``python -m geolib measure`` reaches what the measure module imports
+    (the command picks the module by name, which no import statement shows)."""
+    stage = {"cmd": "python -m geolib measure MODEL --out x", "deps": []}
+    reached = reached_modules(stage)
+    assert Path("geolib/__main__.py") in reached
+    assert {
+        Path("geolib/experiments/measure_model.py"),
+        Path("geolib/measure/probes.py"),
+    } <= reached
 
 
 def test_dependency_check_catches_a_removed_dep():

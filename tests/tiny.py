@@ -116,3 +116,57 @@ def run_quietly(experiment, section: dict) -> dict:
 
     torch.manual_seed(0)
     return experiment.run_stage(section, log=lambda *_: None)
+
+
+def write_tiny_gguf(path: Path, *, d: int = 16, n_layers: int = 2, seed: int = 0) -> Path:
+    """A tiny llama model in a GGUF file as SmolLM2's is laid out (float32 tensors, a byte-level
+    BPE tokenizer of the 256 byte symbols and two merges, tied embedding): ``d`` wide, 2 heads,
+    ``n_layers`` blocks, random weights from ``seed``."""
+    import gguf
+    import numpy as np
+    from tokenizers.pre_tokenizers import ByteLevel
+
+    rng = np.random.default_rng(seed)
+    symbols = sorted(ByteLevel.alphabet())
+    tokens = ["<unk>", "<s>", "</s>", *symbols, "he", "ll"]
+    vocab, ffn = len(tokens), 2 * d
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_block_count(n_layers)
+    w.add_context_length(64)
+    w.add_embedding_length(d)
+    w.add_feed_forward_length(ffn)
+    w.add_head_count(2)
+    w.add_head_count_kv(2)
+    w.add_rope_dimension_count(d // 2)
+    w.add_rope_freq_base(10000.0)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_vocab_size(vocab)
+    w.add_tokenizer_model("gpt2")
+    w.add_token_list(tokens)
+    w.add_token_types([3, 3, 3] + [1] * (vocab - 3))  # 3: control, 1: normal
+    w.add_token_merges(["h e", "l l"])
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    w.add_unk_token_id(0)
+    w.add_add_bos_token(False)
+
+    def add(name: str, *shape: int) -> None:
+        scale = 1.0 if len(shape) == 1 else 1 / np.sqrt(shape[-1])
+        base = 1.0 if len(shape) == 1 else 0.0
+        w.add_tensor(name, (base + scale * rng.standard_normal(shape)).astype(np.float32))
+
+    add("token_embd.weight", vocab, d)
+    for i in range(n_layers):
+        add(f"blk.{i}.attn_norm.weight", d)
+        for name in ("attn_q", "attn_k", "attn_v", "attn_output"):
+            add(f"blk.{i}.{name}.weight", d, d)
+        add(f"blk.{i}.ffn_norm.weight", d)
+        add(f"blk.{i}.ffn_gate.weight", ffn, d)
+        add(f"blk.{i}.ffn_up.weight", ffn, d)
+        add(f"blk.{i}.ffn_down.weight", d, ffn)
+    add("output_norm.weight", d)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path

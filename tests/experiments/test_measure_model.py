@@ -177,6 +177,36 @@ def test_a_run_directory_by_step_and_the_encoder(decoder_and_encoder_runs, tmp_p
     assert (table["r_energy_k1_ci_low"] <= table["r_energy_k1"]).all()
 
 
+def test_a_gguf_file_through_the_command(tmp_path, capsys):
+    """A GGUF file written here (a tiny llama, SmolLM2's layout) is loaded de-quantized, encoded
+    in its own tokenizer and measured: its weights hash and unembedding in the table are the
+    loaded model's; a GGUF file has no revisions."""
+    from geolib.models.pretrained import load_gguf
+    from tests.tiny import write_tiny_gguf
+
+    gguf = write_tiny_gguf(tmp_path / "tiny.gguf")
+    text = tmp_path / "text.txt"
+    text.write_text(" ".join(["hello world, all is well"] * 200))
+    out = tmp_path / "out"
+    argv = ["measure", str(gguf), "--text", str(text), *ARGS, "--out", str(out)]
+    assert geolib_main(argv) == 0
+    model, tok = load_gguf(tmp_path, "tiny.gguf")
+    table = pd.read_csv(out / "measure.csv")
+    summary = json.loads((out / "summary.json").read_text())
+    assert list(table["layer_index"]) == [0, 1, 2]
+    assert summary["revisions"]["final"]["weights_sha256"] == weights_hash(model)
+    w = model.get_output_embeddings().weight.detach().double().numpy()
+    assert np.allclose(table["w_erank"], effective_rank(w), rtol=1e-8)
+    assert np.allclose(table["w_isoscore"], isoscore(w), rtol=1e-6)
+    assert summary["texts"] == {str(text): 1000}
+    assert (table["r_energy_k1_ci_low"] <= table["r_energy_k1"]).all()
+
+    bad = tmp_path / "bad"
+    assert geolib_main([*argv[:2], "--revision", "main", *argv[2:-1], str(bad)]) == 2
+    assert "is one GGUF file; it has no revisions" in capsys.readouterr().err
+    assert not bad.exists()
+
+
 @pytest.mark.parametrize(
     "extra, message",
     [

@@ -93,3 +93,36 @@ def test_load_gguf_refuses_a_file_that_differs_from_the_fetch(tmp_path):
         pt.load_gguf(tmp_path / "model", "m.gguf")
     with pytest.raises(ValueError, match="damaged or replaced"):
         pt.load_gguf(tmp_path / "model", "m.gguf", sha256=good)
+
+
+def test_load_gguf_parses_the_file_once_and_loads_what_transformers_loads(tmp_path, monkeypatch):
+    """The read-once load gives the same weights and tokenizer as transformers' own parses
+    (three of them), and parses the file once."""
+    import gguf
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from tests.tiny import write_tiny_gguf
+
+    write_tiny_gguf(tmp_path / "tiny.gguf")
+    parses = []
+    real = gguf.GGUFReader
+
+    def counting(path, mode="r"):
+        parses.append(str(path))
+        return real(path, mode)
+
+    monkeypatch.setattr(gguf, "GGUFReader", counting)
+    model, tok = pt.load_gguf(tmp_path, "tiny.gguf")
+    assert len(parses) == 1 and gguf.GGUFReader is counting  # put back after the load
+    plain = AutoModelForCausalLM.from_pretrained(
+        tmp_path, gguf_file="tiny.gguf", dtype=torch.float32
+    )
+    plain_tok = AutoTokenizer.from_pretrained(tmp_path, gguf_file="tiny.gguf")
+    assert len(parses) == 4  # transformers alone: config, weights and tokenizer
+    ours, theirs = model.state_dict(), plain.state_dict()
+    assert ours.keys() == theirs.keys()
+    assert all(torch.equal(ours[k], theirs[k]) for k in ours)
+    text = "hello world, all is well"
+    assert tok(text)["input_ids"] == plain_tok(text)["input_ids"]
+    assert tok.decode(tok(text)["input_ids"]) == text
