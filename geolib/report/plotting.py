@@ -136,9 +136,11 @@ def _texts(fig: plt.Figure) -> list[Text]:
     return [t for t in seen if t.get_visible() and t.get_text().strip() and t.figure is fig]
 
 
-def min_font_px(fig: plt.Figure) -> float:
-    """The smallest font of the figure's visible text, in CSS px at 1× (points × DPI_1X / 72)."""
-    fig.draw_without_rendering()  # tick labels exist only once drawn
+def min_font_px(fig: plt.Figure, *, drawn: bool = False) -> float:
+    """The smallest font of the figure's visible text, in CSS px at 1× (points × DPI_1X / 72).
+    ``drawn``: the figure is drawn as it stands (tick labels exist only once drawn)."""
+    if not drawn:
+        fig.draw_without_rendering()
     sizes = [t.get_fontsize() for t in _texts(fig)]
     return min(sizes) * DPI_1X / 72.0 if sizes else float("inf")
 
@@ -166,13 +168,15 @@ def _overlap(a: Bbox, b: Bbox, slack: float = 1.0) -> bool:
     return min(a.x1, b.x1) - max(a.x0, b.x0) > slack and min(a.y1, b.y1) - max(a.y0, b.y0) > slack
 
 
-def label_overlaps(fig: plt.Figure) -> list[str]:
+def label_overlaps(fig: plt.Figure, *, drawn: bool = False) -> list[str]:
     """Pairs of labels that overlap once drawn: tick labels of one axis among themselves
     (unrotated ones: a rotated label's box is not its ink), every axis label, title, tick
     label and legend against those of the other panels and the figure's own titles, and each
-    legend against its own panel's labels (a legend placed below a panel over its x label)."""
+    legend against its own panel's labels (a legend placed below a panel over its x label).
+    ``drawn``: as :func:`min_font_px`."""
     renderer = fig.canvas.get_renderer()
-    fig.draw_without_rendering()
+    if not drawn:
+        fig.draw_without_rendering()
     found: list[str] = []
     boxes: list[tuple[str, int, Bbox]] = []  # (what, owner panel, box)
     for i, ax in enumerate(fig.axes):
@@ -225,11 +229,13 @@ def thin_minor_labels(fig: plt.Figure) -> int:
     return thinned
 
 
-def figure_problems(fig: plt.Figure) -> list[str]:
+def figure_problems(fig: plt.Figure, *, drawn: bool = False) -> list[str]:
     """Why ``fig`` would not read in the book's column (empty when it reads): wider than
     :data:`CONTENT_WIDTH_PX` at 1× (as saved: tight bounding box), text below
-    :data:`MIN_FONT_PX`, or labels that overlap (:func:`label_overlaps`)."""
-    fig.draw_without_rendering()
+    :data:`MIN_FONT_PX`, or labels that overlap (:func:`label_overlaps`). ``drawn``: as
+    :func:`min_font_px`."""
+    if not drawn:
+        fig.draw_without_rendering()
     tight = fig.get_tightbbox(fig.canvas.get_renderer())  # inches
     width = (tight.width + 2 * PAD_INCHES) * DPI_1X  # the saved width in px at 1×
     problems = []
@@ -251,21 +257,23 @@ def figure_problems(fig: plt.Figure) -> list[str]:
             f"{len(small)} text(s) below {MIN_FONT_PX:g} px, e.g. {small[0][1]!r} at "
             f"{small[0][0]} px: use fontsize 'x-small' or larger"
         )
-    overlaps = label_overlaps(fig)
+    overlaps = label_overlaps(fig, drawn=True)
     if overlaps:
         more = f" and {len(overlaps) - 3} more" if len(overlaps) > 3 else ""
         problems.append("overlapping labels: " + "; ".join(overlaps[:3]) + more)
     return problems
 
 
-def savefig(fig: plt.Figure, stem: str | Path, problems: list[str] | None = None) -> list[Path]:
+def savefig(
+    fig: plt.Figure, stem: str | Path, problems: list[str] | None = None, *, drawn: bool = False
+) -> list[Path]:
     """Save ``fig`` as ``stem.png`` (at :data:`SAVE_SCALE`×, its smallest font recorded under
     :data:`FONT_KEY`, and ``problems`` under :data:`PROBLEMS_KEY` when there are any) and
-    ``stem.svg``, with no timestamps; return the paths."""
+    ``stem.svg``, with no timestamps; return the paths. ``drawn``: as :func:`min_font_px`."""
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     png, svg = stem.with_suffix(".png"), stem.with_suffix(".svg")
-    meta = {FONT_KEY: f"{min_font_px(fig):.2f}"}
+    meta = {FONT_KEY: f"{min_font_px(fig, drawn=drawn):.2f}"}
     if problems:
         meta[PROBLEMS_KEY] = "; ".join(problems)
     write_atomic(png, lambda tmp: fig.savefig(tmp, metadata={"Software": None, **meta}))
@@ -298,12 +306,13 @@ def show(fig: plt.Figure, stem: str | Path, *, caption: str) -> None:
         raise ValueError(f"figure {stem.name}: give it a caption that says what to see")
     if not (stem.parent / "_stage.provenance.json").is_file():
         record_figure(stem, [])  # raises, naming what to do, before anything is written
-    thin_minor_labels(fig)
-    problems = figure_problems(fig)
+    if thin_minor_labels(fig):  # draws the figure; drawn again only when labels were dropped
+        fig.draw_without_rendering()
+    problems = figure_problems(fig, drawn=True)
     if problems:  # saved and shown all the same: a long run is not lost to a crowded axis
         message = f"figure {stem.name} does not read in the book: " + "; ".join(problems)
         warnings.warn(message, stacklevel=2)
-    files = savefig(fig, stem, problems)
+    files = savefig(fig, stem, problems, drawn=True)
     plt.close(fig)
     record = record_figure(stem, files)
     with PILImage.open(files[0]) as im:
