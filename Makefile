@@ -25,11 +25,12 @@ $(VENV)/.installed: pyproject.toml requirements-nodeps.txt
 	$(BIN)/python -m pip install --quiet --no-deps -r requirements-nodeps.txt
 	touch $@
 
+# A worker per core; tests/conftest.py gives each its share of the cores' threads.
 test: env
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto
 
 test-all: env
-	$(BIN)/python -m pytest -q -m "not device"
+	$(BIN)/python -m pytest -q -n auto -m "not device"
 
 # Tests that need a CUDA GPU (marked `device`); they fail, not skip, where there is none.
 test-device: env

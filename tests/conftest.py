@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+if os.environ.get("PYTEST_XDIST_WORKER"):  # `make test` runs one worker per core (pytest -n auto)
+    # The workers split the cores: torch processes that each take every core busy-wait against
+    # one another. Subprocesses a test starts (stages, notebooks) inherit the share.
+    import torch
+
+    _share = max(1, (os.cpu_count() or 1) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(_share)
+    torch.set_num_threads(_share)
 
 from geolib.data import acquire
 from tests.synthetic_packages import make_targz, novel
