@@ -513,11 +513,13 @@ def profiles_figure(results: list[Measured], path: Path) -> None:
         (f"isoscore_after_tangent_k{k}", f"IsoScore of H without T, k = {k}"),
     ]
     fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 3.0))
+    several_texts = len({r.get("text") for res in results for r in res.rows}) > 1
     for res in results:
         x = [r["layer_index"] for r in res.rows]
+        label = f"{res.revision}, {res.rows[0]['text']}" if several_texts else res.revision
         for ax, (col, title) in zip(axes, panels, strict=True):
             y = [r[col] for r in res.rows]
-            ax.plot(x, y, marker="o", ms=3, label=res.revision)
+            ax.plot(x, y, marker="o", ms=3, label=label)
             if col.startswith("r_energy"):
                 lo = [r[f"{col}_ci_low"] for r in res.rows]
                 hi = [r[f"{col}_ci_high"] for r in res.rows]
@@ -526,7 +528,8 @@ def profiles_figure(results: list[Measured], path: Path) -> None:
                 ax.axhline(1.0, color="grey", lw=0.8, ls=":")
             ax.set_title(title, fontsize=9)
             ax.set_xlabel("layer")
-    axes[0].legend(fontsize=7, title="revision", title_fontsize=7)
+    title = "revision, text" if several_texts else "revision"
+    axes[0].legend(fontsize=7, title=title, title_fontsize=7)
     fig.suptitle(results[0].rows[0]["model"], fontsize=10)
     fig.tight_layout()
     write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=120, metadata={"Software": None}))

@@ -373,8 +373,20 @@ def interval_points(
     lw: float = 0.8,
 ) -> None:
     """Points ``(x, y)`` with their intervals drawn as lines from low to high (along x, y or
-    both). Unlike ``errorbar``, an interval need not contain its point: a percentile bootstrap
-    interval of a biased statistic (R² near 0, a partial correlation) may lie beside it."""
+    both; a NaN bound draws no line). Every interval must contain its point, as every interval
+    of :mod:`geolib.measure.stats` does: one that lies beside it is an error naming it, not a
+    figure that hides it."""
+    for axis, point, low, high in (("x", x, xlow, xhigh), ("y", y, ylow, yhigh)):
+        if low is None:
+            continue
+        p, lo, hi = (np.asarray(v, dtype=float) for v in (point, low, high))
+        outside = (lo > p + 1e-12 * np.abs(p)) | (p > hi + 1e-12 * np.abs(p))
+        if outside.any():
+            i = int(np.flatnonzero(outside)[0])
+            raise ValueError(
+                f"{int(outside.sum())} interval(s) along {axis} miss their point, e.g. "
+                f"{np.ravel(p)[i]:.4g} outside [{np.ravel(lo)[i]:.4g}, {np.ravel(hi)[i]:.4g}]"
+            )
     if xlow is not None:
         ax.hlines(y, xlow, xhigh, color=color, lw=lw)
     if ylow is not None:

@@ -118,13 +118,18 @@ def test_show_table_links_its_file_and_caps_rows(tmp_path, monkeypatch):
         plotting.show_table(table, "data/results/demo/missing.csv")
 
 
-def test_interval_points_draws_intervals_that_miss_their_point():
-    """A percentile interval may lie beside its estimate (errorbar refuses that)."""
+def test_interval_points_draws_intervals_and_refuses_one_that_misses_its_point():
+    """Intervals are drawn from low to high (NaN bounds draw nothing); an interval beside its
+    point is an error (every interval contains its estimate)."""
     fig, ax = plt.subplots()
-    plotting.interval_points(ax, [0.01, 0.2], [0, 1], xlow=[0.02, 0.1], xhigh=[0.3, 0.4])
+    plotting.interval_points(ax, [0.05, 0.2], [0, 1], xlow=[0.02, np.nan], xhigh=[0.3, np.nan])
     (segments,) = [c for c in ax.collections]
     assert np.allclose(segments.get_segments()[0], [[0.02, 0], [0.3, 0]])
-    assert ax.lines[0].get_xdata().tolist() == [0.01, 0.2]
+    assert ax.lines[0].get_xdata().tolist() == [0.05, 0.2]
+    with pytest.raises(
+        ValueError, match=r"1 interval\(s\) along y miss.*0\.01 outside \[0\.02, 0\.3\]"
+    ):
+        plotting.interval_points(ax, [0, 1], [0.5, 0.01], ylow=[0.1, 0.02], yhigh=[0.9, 0.3])
     plt.close(fig)
 
 
