@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from geolib.report.outputs import section_of
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 # A ``foreach`` stage is checked through its template (``do``): every expansion shares it.
@@ -39,7 +41,10 @@ def test_notebook_is_a_stage_a_chapter_and_clean(nb_path):
     src = "".join(params_cells[0]["source"])
     assert "params_path" in src and "overrides" in src
     body = "".join("".join(c["source"]) for c in code)
-    assert f'stage_params(params_path, "{name}", overrides)' in body
+    section = section_of(name)  # its own section, or the one it shares
+    reads = f'stage_params(params_path, "{name}", overrides)' in body and section == name
+    assert reads or f'stage_params(params_path, section_of("{name}"), overrides)' in body
+    assert f'stage_outputs("{name}", overrides, params_path=params_path)' in body
     assert nb["cells"][0]["cell_type"] == "markdown" and "".join(
         nb["cells"][0]["source"]
     ).startswith("# ")
@@ -47,7 +52,7 @@ def test_notebook_is_a_stage_a_chapter_and_clean(nb_path):
     stage = DVC[name]
     assert stage["cmd"] == f"python scripts/run_notebook.py {name}"
     assert f"notebooks/{name}.ipynb" in stage["deps"]
-    assert name in stage["params"] and name in PARAMS
+    assert section in stage["params"] and section in PARAMS
     outs = [o if isinstance(o, str) else next(iter(o)) for o in stage["outs"]]
     assert f"book/chapters/{name}.ipynb" in outs
     assert f"file: chapters/{name}" in TOC

@@ -85,6 +85,20 @@ def check_overrides(
             )
 
 
+#: Chapters that read another chapter's section of the parameters (their overrides are checked
+#: against it): the three sweep chapters share the rules of ``geometry_performance``.
+SHARED_SECTION = {
+    "training_knobs": "geometry_performance",
+    "forgetting_quantization": "geometry_performance",
+}
+
+
+def section_of(chapter: str) -> str:
+    """The section of the parameters file that ``chapter`` reads: its own, by name, unless
+    :data:`SHARED_SECTION` names another."""
+    return SHARED_SECTION.get(chapter, chapter)
+
+
 def is_default_params(params_path: str | Path) -> bool:
     """Whether ``params_path`` is the repository's ``params.yaml`` (paths from the root)."""
     return Path(params_path).resolve() == DEFAULT_PARAMS.resolve()

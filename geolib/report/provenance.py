@@ -32,7 +32,7 @@ import yaml
 
 from geolib.config import load_params, stage_params
 from geolib.files import sha256_file, write_text_atomic
-from geolib.report.outputs import is_default_params
+from geolib.report.outputs import is_default_params, section_of
 
 STAGE_RECORD = "_stage.provenance.json"
 SUFFIX = ".provenance.json"
@@ -98,13 +98,15 @@ def stage_spec(stage: str, dvc_yaml: str | Path = "dvc.yaml") -> dict[str, Any]:
 def stage_parameters(
     params_path: str | Path, stage: str, sections: list[str], overrides: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """The parameters a stage read: its own section (``common`` merged, overrides applied) and
-    every other section its DVC stage lists, each as in ``params_path``."""
+    """The parameters a stage read: its own section (or the one it shares,
+    :func:`geolib.report.outputs.section_of`; ``common`` merged, overrides applied) and every
+    other section its DVC stage lists, each as in ``params_path``."""
     data = load_params(params_path)
-    out = {stage: stage_params(params_path, stage, overrides)}
+    own = section_of(stage)
+    out = {own: stage_params(params_path, own, overrides)}
     for name in sections:
         top = name.split(".")[0]
-        if top not in (stage, "common") and top in data:
+        if top not in (own, "common") and top in data:
             out[top] = data[top]
     return out
 
