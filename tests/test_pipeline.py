@@ -171,9 +171,23 @@ def _code_of_notebook(path: Path) -> str:
     )
 
 
+def _entry_modules(cmd: str) -> list[str]:
+    """The geolib modules a ``python -m`` command runs first: the module, or for the geolib
+    command (``python -m geolib measure …``) its ``__main__`` and the subcommand's module, which
+    ``__main__`` picks by name (no import statement shows it). None for other commands."""
+    m = re.match(r"python -m (geolib[\w.]*)(?: (\w+))?", cmd)
+    if m is None:
+        return []
+    if m.group(1) != "geolib":
+        return [m.group(1)]
+    from geolib.__main__ import COMMANDS
+
+    return ["geolib.__main__", COMMANDS[m.group(2)]]
+
+
 def _stage_entry_sources(stage: dict) -> list[str]:
     """The code a stage's command runs first: a notebook (and its runner), a ``python -m``
-    module or a script."""
+    module (:func:`_entry_modules`) or a script."""
     cmd = stage["cmd"]
     m = re.match(r"python scripts/run_notebook\.py (\w+)", cmd)
     if m:
@@ -181,14 +195,8 @@ def _stage_entry_sources(stage: dict) -> list[str]:
             _code_of_notebook(ROOT / "notebooks" / f"{m.group(1)}.ipynb"),
             (ROOT / "scripts" / "run_notebook.py").read_text(),
         ]
-    m = re.match(r"python -m geolib (\w+)", cmd)  # the geolib command: its subcommand's module
-    if m:
-        from geolib.__main__ import COMMANDS
-
-        return [_module_file(COMMANDS[m.group(1)]).read_text()]
-    m = re.match(r"python -m (geolib[\w.]*)", cmd)
-    if m:
-        return [_module_file(m.group(1)).read_text()]
+    if modules := _entry_modules(cmd):
+        return [_module_file(module).read_text() for module in modules]
     m = re.match(r"python (scripts/\w+\.py)", cmd)
     if m:
         return [(ROOT / m.group(1)).read_text()]
@@ -198,13 +206,7 @@ def _stage_entry_sources(stage: dict) -> list[str]:
 def reached_modules(stage: dict) -> set[Path]:
     """Files of every geolib module the stage's code imports, transitively."""
     todo = set().union(*(_imported_modules(s) for s in _stage_entry_sources(stage)))
-    m = re.match(r"python -m (geolib[\w.]*)(?: (\w+))?", stage["cmd"])
-    if m and m.group(1) == "geolib":  # the command picks its subcommand's module by name
-        from geolib.__main__ import COMMANDS
-
-        todo |= {"geolib.__main__", COMMANDS[m.group(2)]}
-    elif m:
-        todo.add(m.group(1))
+    todo |= set(_entry_modules(stage["cmd"]))
     seen: set[str] = set()
     while todo:
         module = todo.pop()
