@@ -7,6 +7,11 @@
    copy), naming the file and the stage.
 1. Renders the claims table from ``data/claims/*.json`` (and the trend-with-size column from
    ``data/results/scale/trends.json``) into ``book/_generated/claims.md``.
+   Writes the compute behind the book (``geolib.report.compute``: the stages' latest runs in
+   ``logs/lanes.csv``, the run log of ``make all``, a record rather than a dependency) into
+   ``book/_generated/``: the introduction's "Compute" section, each chapter's (appended to its
+   page by ``book/_ext/compute_sections.py``) and every stage's row (shipped as
+   ``_data/compute.csv``).
 2. Vendors MathJax 3.2.2 (PyPI ``django-static-mathjax``) into ``book/_mathjax`` so the book
    typesets math with no network.
 3. Runs ``jupyter-book build book/`` on the notebooks papermill already executed.
@@ -16,6 +21,7 @@
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 import shutil
@@ -26,11 +32,13 @@ from pathlib import Path
 
 import yaml
 
-from geolib.report import claims
+from geolib.report import claims, compute
 
 ROOT = Path(__file__).resolve().parents[1]
 
 BOOK = ROOT / "book"
+#: the run log that scripts/lanes.py appends a row to per stage run
+RUN_LOG = ROOT / "logs" / "lanes.csv"
 
 
 #: what the book renders or ships, checked against dvc.lock before it is built
@@ -90,6 +98,44 @@ def lock_mismatches(root: Path, checked: tuple[str, ...] = CHECKED) -> list[str]
     return problems
 
 
+def page_title(notebook: Path) -> str:
+    """A notebook's first ``# `` heading (its page title in the book), else its file name."""
+    for cell in json.loads(notebook.read_text())["cells"]:
+        if cell["cell_type"] == "markdown":
+            for line in "".join(cell["source"]).splitlines():
+                if line.startswith("# "):
+                    return line[2:].strip()
+    return notebook.stem
+
+
+def write_compute(root: Path, chapters: list[str], log: Path, dest: Path) -> compute.Compute:
+    """Write ``compute.md`` (the introduction's section), ``compute.json`` (each chapter's,
+    by page) and ``compute.csv`` (every stage) under ``dest``; the whole build's compute.
+    ``chapters``: the book's chapter names in page order."""
+    lock = yaml.load(
+        (root / "dvc.lock").read_text(),
+        Loader=getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader,
+    )
+    runs = compute.latest_runs(compute.read_run_log(log))
+    per_chapter = compute.chapters_compute(lock, runs, chapters)
+    upstream = compute.upstream_stages(lock)
+    book_stage = "book"
+    build = compute.total((s for s in upstream if s != book_stage), runs)
+    titles = {c: page_title(root / "book" / "chapters" / f"{c}.ipynb") for c in chapters}
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "compute.md").write_text(
+        compute.intro_markdown(per_chapter, build, "_data/compute.csv", titles)
+    )
+    sections = {f"chapters/{cc.chapter}": compute.chapter_markdown(cc, runs) for cc in per_chapter}
+    (dest / "compute.json").write_text(json.dumps({"chapters": sections}, indent=1))
+    rows = compute.stage_rows(runs, upstream, compute.chapter_stages(lock))
+    with (dest / "compute.csv").open("w", newline="") as f:
+        writer = csv.DictWriter(f, list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return build
+
+
 def vendor_mathjax(dest: Path) -> Path:
     spec = find_spec("mathjax")
     if spec is None or spec.origin is None:
@@ -139,6 +185,8 @@ def main() -> int:
     ]
     if missing:
         raise SystemExit(f"executed notebooks missing (run their stages first): {missing}")
+    names = [f.removeprefix("chapters/") for f in chapters if f.startswith("chapters/")]
+    build = write_compute(ROOT, names, RUN_LOG, BOOK / "_generated")
     html = BOOK / "_build" / "html"
     if html.exists():
         shutil.rmtree(html)  # a clean build: no page left over from a removed chapter
@@ -146,7 +194,11 @@ def main() -> int:
     cmd = [str(jb), "build", str(BOOK), "--path-output", str(BOOK), "--all"]
     subprocess.run(cmd, check=True, cwd=ROOT)
     shipped = ship_tables(ROOT / "data" / "results", html / "_data" / "data" / "results")
-    print(f"book: {html / 'index.html'} ({shipped} result tables shipped for download)")
+    shutil.copyfile(BOOK / "_generated" / "compute.csv", html / "_data" / "compute.csv")
+    print(
+        f"book: {html / 'index.html'} ({shipped} result tables shipped for download; the "
+        f"compute of {build.recorded} of {len(build.stages)} stages recorded in {RUN_LOG.name})"
+    )
     return 0
 
 

@@ -38,6 +38,11 @@ EXEMPT_EVERYWHERE = ("dvc.yaml",)
 #: Stages that read dvc.lock itself (which no stage can depend on): the book build checks that
 #: what it renders is what the lock recorded each stage writing (scripts/build_book.py).
 LOCK_READERS = ("book",)
+#: The run log of scripts/lanes.py and the stages that read it: the book build shows the compute
+#: behind each chapter (geolib.report.compute). Every run appends to the log, the reader's own
+#: included, so no stage can depend on it; no result is computed from it.
+RUN_LOG = "logs/lanes.csv"
+RUN_LOG_READERS = ("book",)
 
 
 def _path(entry: Any) -> str:
@@ -88,6 +93,7 @@ def undeclared_io(records: Iterable[Mapping[str, Any]], stages: Mapping[str, Any
         allowed = [_path(d) for d in stage.get("deps", [])] + outs + ["params.yaml", *params]
         exempt = EXEMPT_READS.get(name.split("@")[0], ()) + EXEMPT_EVERYWHERE
         exempt += ("dvc.lock",) if name in LOCK_READERS else ()
+        exempt += (RUN_LOG,) if name in RUN_LOG_READERS else ()
         if not _under(path, allowed + list(exempt)):
             problems.add(f"stage {name!r} reads {path}, which is not among its deps")
     return sorted(problems)

@@ -17,6 +17,9 @@ No barrier waits for a whole group: a lane idles only when no stage is ready.
 
 Every stage run is timed: wall and CPU seconds (its whole process tree) and peak memory go to
 stderr and, as one CSV row, to ``--log`` (default ``logs/lanes.csv``, appended run after run).
+The row's ``ran`` says whether DVC ran the stage's command (``Running stage`` on its output) or
+skipped it (unchanged, or restored from its run cache): the book's compute tables
+(``geolib.report.compute``) count only the runs that computed something.
 
 Stages given as patterns (``fnmatch``, e.g. ``'sweep_train@*'``) run the same way but must be
 independent of one another, their upstream up to date (``--single-item`` does not look upstream).
@@ -88,7 +91,10 @@ LOG_COLUMNS = [
     "system_s",
     "peak_rss_gib",
     "lanes",
+    "ran",
 ]
+#: what DVC prints (on stdout) when it runs a stage's command rather than skipping it
+RAN_MARK = "Running stage '"
 
 
 def dvc() -> list[str]:
@@ -201,20 +207,34 @@ def lane_env(lanes: int, cores: int | None = None) -> dict[str, str]:
 
 def run_measured(
     cmd: list[str], root: Path, env: Mapping[str, str]
-) -> tuple[int, os.struct_rusage]:
-    """Run ``cmd``; its exit code and resource usage. ``wait4`` reports the child's own usage
+) -> tuple[int, os.struct_rusage, bool]:
+    """Run ``cmd``; its exit code, resource usage and whether its stdout carried
+    :data:`RAN_MARK` (copied through line by line). ``wait4`` reports the child's own usage
     plus that of every descendant it waited for (DVC waits for the stage's command), so CPU
     seconds are the stage's whole process tree; peak memory is the largest single process."""
-    proc = subprocess.Popen(cmd, cwd=root, env=env)
+    proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE, text=True, bufsize=1)
+    ran = False
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        ran |= RAN_MARK in line
+        sys.stdout.write(line)
+        sys.stdout.flush()
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, usage
+    return proc.returncode, usage, ran
 
 
 def append_record(
-    path: Path, name: str, code: int, seconds: float, usage: os.struct_rusage, lanes: int
+    path: Path,
+    name: str,
+    code: int,
+    seconds: float,
+    usage: os.struct_rusage,
+    lanes: int,
+    ran: bool,
 ) -> None:
-    """Append one stage's row to the CSV ``path`` (its header first if the file is new)."""
+    """Append one stage's row to the CSV ``path`` (its header first if the file is new; see
+    :func:`upgrade_log` for a log from before a column was added)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     new = not path.exists() or path.stat().st_size == 0
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - seconds))
@@ -228,12 +248,36 @@ def append_record(
         f"{usage.ru_stime:.1f}",
         f"{usage.ru_maxrss / 2**20:.3f}",
         lanes,
+        int(ran),
     ]
     with path.open("a", newline="") as f:
         writer = csv.writer(f)
         if new:
             writer.writerow(LOG_COLUMNS)
         writer.writerow(row)
+
+
+def upgrade_log(path: Path) -> None:
+    """Bring an existing log ``path`` under :data:`LOG_COLUMNS` before any row is appended: a
+    column its header lacks is empty in its old rows (unknown, not guessed); a header with
+    columns of its own is refused (not a lanes log: nothing is rewritten)."""
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with path.open(newline="") as f:
+        header = next(csv.reader(f), [])
+    if header == LOG_COLUMNS:
+        return
+    extra = [c for c in header if c not in LOG_COLUMNS]
+    if extra:
+        raise SystemExit(f"{path}: columns {extra} are not a lanes log's ({LOG_COLUMNS})")
+    with path.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("w", newline="") as f:
+        writer = csv.DictWriter(f, LOG_COLUMNS, restval="")
+        writer.writeheader()
+        writer.writerows(rows)
+    tmp.replace(path)
 
 
 def run(
@@ -252,6 +296,8 @@ def run(
     to ``root``) that gets one row per stage run: wall and CPU seconds, peak memory."""
     if log is not None and not log.is_absolute():
         log = root / log
+    if log is not None:
+        upgrade_log(log)  # here, not in a lane's thread: a refusal stops the run before it starts
     waits = {n: set((waits or {}).get(n, ())) for n in names}
     unknown = {u for n in names for u in waits[n]} - set(names)
     if unknown:
@@ -266,18 +312,19 @@ def run(
         nonlocal running, failed
         t0 = time.perf_counter()
         cmd = [*dvc(), "--wait-for-lock", "repro", "--single-item", *(["-f"] * force), name]
-        code, usage = run_measured(cmd, root, env)
+        code, usage, ran = run_measured(cmd, root, env)
         seconds = time.perf_counter() - t0
         cpu = usage.ru_utime + usage.ru_stime
         print(
             f"lanes: {name}: exit {code}, {seconds:.0f} s "
-            f"(CPU {cpu:.0f} s, peak memory {usage.ru_maxrss / 2**20:.2f} GiB)",
+            f"(CPU {cpu:.0f} s, peak memory {usage.ru_maxrss / 2**20:.2f} GiB)"
+            + ("" if ran else "; DVC did not run its command"),
             file=sys.stderr,
             flush=True,
         )
         with cond:
             if log is not None:
-                append_record(log, name, code, seconds, usage, lanes)
+                append_record(log, name, code, seconds, usage, lanes, ran)
             results.append((name, code, seconds))
             failed |= code != 0
             if code == 0:

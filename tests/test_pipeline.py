@@ -329,6 +329,7 @@ def test_io_check_flags_undeclared_reads_and_writes():
         {"stage": "a", "path": "params.yaml", "write": False},
         {"stage": "a", "path": "geolib/y.py", "write": False},  # sources: the import test's job
         {"stage": "book", "path": "book/chapters/a.ipynb", "write": False},  # stated exemption
+        {"stage": "book", "path": "logs/lanes.csv", "write": False},  # the run log: its reader
         {"stage": "run@p1", "path": "runs/p1/w.bin", "write": True},  # a foreach expansion
         {"stage": "run@p1", "path": "data/in/f.csv", "write": False},
         {"stage": "a", "path": "book/.x.tmp.ipynb", "write": True},  # an atomic write of an out
@@ -340,11 +341,13 @@ def test_io_check_flags_undeclared_reads_and_writes():
         {"stage": "b", "path": "x", "write": False},
         {"stage": "run@p1", "path": "runs/p2/w.bin", "write": True},  # another point's out
         {"stage": "a", "path": "book/.y.tmp.ipynb", "write": True},  # the temporary of a non-out
+        {"stage": "a", "path": "logs/lanes.csv", "write": False},  # not a reader of the run log
     ]
     problems = check.undeclared_io(bad, stages)
     assert problems == [
         "b: not a stage of dvc.yaml (opened x)",
         "stage 'a' reads data/inside.csv, which is not among its deps",
+        "stage 'a' reads logs/lanes.csv, which is not among its deps",
         "stage 'a' writes book/.y.tmp.ipynb, which is not under its outs",
         "stage 'a' writes data/in/f.csv, which is not under its outs",
         "stage 'run@p1' writes runs/p2/w.bin, which is not under its outs",
@@ -668,6 +671,8 @@ def test_io_check_exemptions_name_real_stages_and_their_outs():
         assert stage in DVC, f"check_io exempts reads of {stage!r}, which is not a stage"
         produced = {str(p) for s in DVC.values() for p in _out_paths(s)}
         assert all(any(r == p or p.startswith(r + "/") for p in produced) for r in roots), roots
+    assert set(check.LOCK_READERS + check.RUN_LOG_READERS) <= set(DVC)
+    assert check.RUN_LOG == _load_script("lanes").LOG.as_posix()  # the log lanes.py writes
 
 
 def _out_paths(stage: dict) -> list[str]:
@@ -714,26 +719,58 @@ def test_lanes_run_matched_stages_side_by_side_and_stop_after_a_failure(tmp_path
 
 def test_lanes_record_each_stage_cpu_seconds_of_its_whole_process_tree(tmp_path, monkeypatch):
     """``--log``: one CSV row per stage run; the CPU seconds include the grandchild that does
-    the work (the stage's command under DVC), and a failed stage is recorded too."""
+    the work (the stage's command under DVC), a failed stage is recorded too, and ``ran`` says
+    whether DVC ran the command (its "Running stage" line) or skipped it."""
     lanes = _load_script("lanes")
     fake = tmp_path / "dvc"
     burn = "import time; t = time.process_time()\nwhile time.process_time() - t < 0.4: pass"
     fake.write_text(
-        f"#!/bin/sh\n{sys.executable} -c '{burn}'\ncase \"$4\" in bad*) exit 3;; esac\n"
+        "#!/bin/sh\n"
+        'case "$4" in skip*) echo "Stage \'$4\' didn\'t change, skipping"; exit 0;; esac\n'
+        "echo \"Running stage '$4':\"\n"
+        f"{sys.executable} -c '{burn}'\ncase \"$4\" in bad*) exit 3;; esac\n"
     )
     fake.chmod(0o755)
     monkeypatch.setattr(lanes, "dvc", lambda: [str(fake)])
     log = Path("logs") / "lanes.csv"  # relative: under root
     lanes.run(["a"], lanes=1, root=tmp_path, log=log)
     lanes.run(["bad"], lanes=1, root=tmp_path, log=log)
+    lanes.run(["skip"], lanes=1, root=tmp_path, log=log)
     rows = list(csv.DictReader((tmp_path / log).open()))
-    assert [(r["stage"], r["exit"]) for r in rows] == [("a", "0"), ("bad", "3")]
-    for r in rows:
+    assert [(r["stage"], r["exit"], r["ran"]) for r in rows] == [
+        ("a", "0", "1"),
+        ("bad", "3", "1"),
+        ("skip", "0", "0"),
+    ]
+    for r in rows[:2]:
         assert float(r["cpu_s"]) >= 0.4  # the burner's CPU time, two processes down
         assert float(r["wall_s"]) >= float(r["cpu_s"]) - 0.05  # one core: CPU <= wall
         cpu = float(r["user_s"]) + float(r["system_s"])
         assert abs(float(r["cpu_s"]) - cpu) <= 0.11
         assert 0 < float(r["peak_rss_gib"]) < 4
+
+
+def test_lanes_upgrade_a_log_from_before_a_column(tmp_path, monkeypatch):
+    """An old log gets the new header; its rows keep their values, the new column empty; a
+    file with columns of its own is refused rather than rewritten."""
+    lanes = _load_script("lanes")
+    fake = tmp_path / "dvc"
+    fake.write_text("#!/bin/sh\necho \"Running stage '$4':\"\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(lanes, "dvc", lambda: [str(fake)])
+    log = tmp_path / "lanes.csv"
+    old = lanes.LOG_COLUMNS[:-1]
+    log.write_text(",".join(old) + "\n2026-12-01T00:00:00Z,x,0,5.0,4.0,3.5,0.5,0.1,2\n")
+    lanes.run(["a"], lanes=1, root=tmp_path, log=log)
+    rows = list(csv.DictReader(log.open()))
+    assert list(rows[0]) == lanes.LOG_COLUMNS
+    assert rows[0]["stage"] == "x" and rows[0]["wall_s"] == "5.0" and rows[0]["ran"] == ""
+    assert rows[1]["stage"] == "a" and rows[1]["ran"] == "1"
+    other = tmp_path / "other.csv"
+    other.write_text("when,what\n1,2\n")
+    with pytest.raises(SystemExit, match="not a lanes log"):
+        lanes.run(["a"], lanes=1, root=tmp_path, log=other)
+    assert other.read_text() == "when,what\n1,2\n"
 
 
 def _path_root(path: str) -> str:
