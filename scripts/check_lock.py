@@ -8,6 +8,13 @@ committed code did not produce (and ``dvc status`` on a fresh clone calls the st
 This asks ``dvc status`` and reports every stage whose *source* deps (files no stage produces),
 parameters or command differ from the lock. Pipeline outputs are not checked here: a fresh
 clone has none, and a stale output is the consequence of a stale source upstream.
+
+It also fails on entries of stages that ``dvc.yaml`` no longer has (DVC never removes them: a
+renamed or merged stage leaves its old entry behind, which ``dvc status`` does not see but
+whatever reads the lock would). ``--prune`` removes them from the file, leaving every other
+byte as DVC wrote it.
+
+    python scripts/check_lock.py --prune
 """
 
 from __future__ import annotations
@@ -68,13 +75,58 @@ def stale_entries(status: Mapping[str, Any], produced: list[str]) -> list[str]:
     return problems
 
 
-def main() -> int:
+def lock_stage_blocks(text: str) -> dict[str, tuple[int, int]]:
+    """``{stage: (first line, end line)}`` of each entry under ``stages:`` in a ``dvc.lock``
+    text as DVC writes it (each stage a key indented by two spaces)."""
+    lines = text.splitlines(keepends=True)
+    try:
+        start = lines.index("stages:\n") + 1
+    except ValueError:
+        raise ValueError("not a dvc.lock as DVC writes it: no 'stages:' line") from None
+    heads = [
+        (i, line[2:].rstrip().removesuffix(":"))
+        for i, line in enumerate(lines)
+        if i >= start and re.match(r"^  [^ #]", line)
+    ]
+    ends = [i for i, _ in heads[1:]] + [len(lines)]
+    return {name: (i, end) for (i, name), end in zip(heads, ends, strict=True)}
+
+
+def without_stages(text: str, names: set[str]) -> str:
+    """The lock ``text`` with the entries of ``names`` removed, every other line unchanged."""
+    blocks = lock_stage_blocks(text)
+    drop = {i for n in names for i in range(*blocks[n])}
+    return "".join(line for i, line in enumerate(text.splitlines(keepends=True)) if i not in drop)
+
+
+def current_stages(dvc: Path) -> set[str]:
+    """The stages of ``dvc.yaml``, ``foreach`` items expanded (DVC's own list)."""
+    cmd = [str(dvc), "stage", "list", "--name-only"]
+    out = subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True, text=True).stdout
+    return {line.strip() for line in out.splitlines() if line.strip()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv not in ([], ["--prune"]):
+        raise SystemExit("usage: python scripts/check_lock.py [--prune]")
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
     dvc = Path(sys.executable).parent / "dvc"
+    lock = ROOT / "dvc.lock"
+    leftover = set(lock_stage_blocks(lock.read_text())) - current_stages(dvc)
+    if leftover and argv == ["--prune"]:
+        lock.write_text(without_stages(lock.read_text(), leftover))
+        print(f"dvc.lock: removed the entries of {len(leftover)} stages dvc.yaml no longer has")
+        leftover = set()
     out = subprocess.run(
         [str(dvc), "status", "--json"], cwd=ROOT, check=True, capture_output=True, text=True
     ).stdout
     problems = stale_entries(json.loads(out or "{}"), produced_paths(stages))
+    if leftover:
+        problems.append(
+            f"entries of {len(leftover)} stages that dvc.yaml no longer has (remove them with "
+            f"`python scripts/check_lock.py --prune`): {sorted(leftover)[:5]}"
+        )
     if problems:
         print("dvc.lock is stale (run `dvc repro` and commit dvc.lock):", file=sys.stderr)
         for p in problems:

@@ -388,6 +388,44 @@ def test_audit_hook_logs_a_stage_processes_reads_and_writes(tmp_path):
     assert {r["stage"] for r in records} == {"s"}
 
 
+def test_lock_prune_removes_only_the_entries_of_removed_stages():
+    """DVC leaves a removed stage's entry in dvc.lock; the prune drops exactly those lines."""
+    check = _load_script("check_lock")
+    text = (
+        "schema: '2.0'\nstages:\n"
+        "  a:\n    cmd: python a.py\n    deps:\n    - path: a.py\n      md5: 1\n"
+        "  old@x:\n    cmd: python old.py x\n    outs:\n    - path: runs/x\n"
+        "  b:\n    cmd: python b.py\n"
+    )
+    assert check.lock_stage_blocks(text) == {"a": (2, 7), "old@x": (7, 11), "b": (11, 13)}
+    pruned = check.without_stages(text, {"old@x"})
+    assert pruned == text.replace(
+        "  old@x:\n    cmd: python old.py x\n    outs:\n    - path: runs/x\n", ""
+    )
+    assert yaml.safe_load(pruned)["stages"].keys() == {"a", "b"}
+    assert check.without_stages(text, set()) == text
+    with pytest.raises(ValueError, match="stages:"):
+        check.lock_stage_blocks("schema: '2.0'\n")
+    # the committed lock: an entry for every stage of dvc.yaml and for nothing else
+    names = set(check.lock_stage_blocks((ROOT / "dvc.lock").read_text()))
+    assert names == _expanded_stage_names(), sorted(names ^ _expanded_stage_names())
+
+
+def _expanded_stage_names() -> set[str]:
+    """Every stage of dvc.yaml, a ``foreach`` stage as ``name@item`` over its items in
+    params.yaml (what ``dvc stage list`` prints, without starting DVC)."""
+    names = set()
+    for name, stage in yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"].items():
+        if "foreach" not in stage:
+            names.add(name)
+            continue
+        items = PARAMS
+        for key in stage["foreach"].removeprefix("${").removesuffix("}").split("."):
+            items = items[key]
+        names |= {f"{name}@{item}" for item in items}
+    return names
+
+
 def test_lock_check_flags_stale_sources_and_params_but_not_missing_outputs():
     check = _load_script("check_lock")
     stages = {

@@ -22,7 +22,8 @@ def _append(app: Any, docname: str, source: list[str]) -> None:
     if text is None:
         return
     nb = json.loads(source[0])
-    nb["cells"].append({"cell_type": "markdown", "metadata": {}, "source": text})
+    cell = {"cell_type": "markdown", "id": "compute-section", "metadata": {}, "source": text}
+    nb["cells"].append(cell)
     source[0] = json.dumps(nb)
 
 

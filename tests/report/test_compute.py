@@ -182,6 +182,7 @@ def test_the_book_extension_appends_the_section_to_chapter_notebooks_only(tmp_pa
     ext._append(app, "chapters/a", source)
     cells = json.loads(source[0])["cells"]
     assert [c["source"] for c in cells] == ["# A", sections["chapters/a"]]
+    assert cells[-1]["id"] == "compute-section"  # nbformat 4.5 wants an id on every cell
     for doc, text in [("chapters/b", json.dumps(nb)), ("intro", "# Intro")]:
         source = [text]
         ext._append(app, doc, source)
