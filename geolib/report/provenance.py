@@ -61,11 +61,20 @@ def params_hash(params: Mapping[str, Any]) -> str:
 #: Files a pipeline run itself rewrites (DVC records each finished stage in its lock file, and
 #: stages it): not code, so they never make the commit "dirty" on a provenance line.
 RUN_WRITTEN = frozenset({"dvc.lock"})
+#: ... and the ignore files beside outputs, to which DVC adds each output it writes for the
+#: first time (a new stage; a committed tree lists the rest): they select no code either.
+RUN_WRITTEN_NAME = ".gitignore"
+
+
+def run_written(path: str) -> bool:
+    """Whether a changed ``path`` (repository-relative, POSIX) is one a run itself writes."""
+    return path in RUN_WRITTEN or Path(path).name == RUN_WRITTEN_NAME
 
 
 def git_state(root: str | Path = ".") -> dict[str, Any]:
     """``{commit, dirty, changed}`` of the work tree at ``root`` (``commit: None`` outside git):
-    ``changed`` lists the paths that differ from the commit, but those in :data:`RUN_WRITTEN`."""
+    ``changed`` lists the paths that differ from the commit, but those a run writes
+    (:func:`run_written`)."""
 
     def git(*args: str) -> str:
         return subprocess.run(
@@ -74,8 +83,9 @@ def git_state(root: str | Path = ".") -> dict[str, Any]:
 
     try:
         commit = git("rev-parse", "HEAD").strip()
-        changed = [line[3:] for line in git("status", "--porcelain").splitlines()]
-        changed = [p for p in changed if p not in RUN_WRITTEN]
+        status = git("status", "--porcelain", "--untracked-files=all")  # files, not folders
+        changed = [line[3:] for line in status.splitlines()]
+        changed = [p for p in changed if not run_written(p)]
     except (OSError, subprocess.CalledProcessError):
         return {"commit": None, "dirty": None, "changed": [], "n_changed": 0}
     return {

@@ -116,6 +116,8 @@ def test_the_lock_file_a_run_rewrites_is_not_dirty_code_is_and_is_named(repo):
     subprocess.run([*git, "commit", "-qm", "lock"], cwd=repo, check=True)
     (repo / "dvc.lock").write_text("schema: '2.0'\nstages: {}\n")
     subprocess.run([*git, "add", "dvc.lock"], cwd=repo, check=True)  # DVC's autostage
+    (repo / "figures").mkdir()
+    (repo / "figures" / ".gitignore").write_text("/new_stage\n")  # DVC lists a new output
     assert pv.git_state(repo) == {
         "commit": pv.git_state(repo)["commit"],
         "dirty": False,
