@@ -13,8 +13,10 @@ frames the book's page at each width: :func:`layout_page`), or a figure is shown
 :data:`MIN_FIGURE_SCALE` of its drawn width or with text under :data:`MIN_TEXT_PX` (the figure
 style records each PNG's smallest font: :func:`saved_figure`).
 Chapter pages are also read as a reader sees them (:func:`reader_problems`): no visible code
-cell before the first prose under the title, a provenance line under every figure, and every
-table's download link pointing at a file the book ships. Needs Debian's ``chromium`` package.
+cell before the first prose under the title, a provenance line under every figure, every
+table's download link pointing at a file the book ships, and the closing sections every chapter
+has (:data:`CHAPTER_SECTIONS`: Limitations, Rerun, Compute); the introduction must show the
+claims table and the build's compute. Needs Debian's ``chromium`` package.
 """
 
 from __future__ import annotations
@@ -240,6 +242,9 @@ def external_requests(netlog: Path, origin: str) -> list[str]:
 
 
 _CELL = re.compile(r'<div class="cell[ "]')
+#: the sections every chapter ends with, by their HTML ids (the last from the run log,
+#: appended by book/_ext/compute_sections.py)
+CHAPTER_SECTIONS = ("limitations", "rerun", "compute")
 _STRAY = re.compile(r"(?:Posix|Windows)?Path\('[^']*'\)")
 
 
@@ -264,6 +269,8 @@ def reader_problems(dom: str, page: Path, root: Path) -> list[str]:
         out = cell.split("cell_output", 1)[1] if "cell_output" in cell else ""
         for shown in sorted(set(_STRAY.findall(html.unescape(out)))):
             problems.append(f"a stray output box shows {shown}")
+    ids = set(re.findall(r'<section id="([^"]+)"', dom))
+    problems += [f"no {s!r} section" for s in CHAPTER_SECTIONS if s not in ids]
     for href in re.findall(r'class="table-download" href="([^"]+)"', dom):
         target = (root / page).parent / href
         if not target.resolve().is_file():
@@ -328,6 +335,8 @@ def check_page(
     page = Path(url.removeprefix(origin))
     if page.name == "intro.html" and 'class="claims-table' not in dom:
         problems.append("no claims table (class claims-table) on the introduction")
+    if page.name == "intro.html" and '<section id="compute"' not in dom:
+        problems.append("no compute section on the introduction")
     if page.parts[:1] == ("chapters",):
         problems += reader_problems(dom, page, root)
         problems += unpinned_provenance(dom, tree_clean)

@@ -489,7 +489,8 @@ def test_reader_check_flags_code_first_bare_figures_and_dead_table_links(tmp_pat
         '<div class="cell_output"><img src="a.png"><div class="provenance">p</div></div></div>'
     )
     link = '<a class="table-download" href="../_data/t.csv">t.csv</a>'
-    good = f"<h1>T</h1><p>prose</p>{folded}{link}"
+    ends = "".join(f'<section id="{s}"><h2>{s}</h2></section>' for s in check_book.CHAPTER_SECTIONS)
+    good = f"<h1>T</h1><p>prose</p>{folded}{link}{ends}"
     assert check_book.reader_problems(good, page, tmp_path) == []
     code_first = '<h1>T</h1><div class="cell"><div class="cell_input">x</div></div><p>prose</p>'
     assert (
@@ -506,6 +507,8 @@ def test_reader_check_flags_code_first_bare_figures_and_dead_table_links(tmp_pat
     ]
     in_code = good.replace(">code<", ">show(fig, Path('figures/a'))<")  # source, not output
     assert check_book.reader_problems(in_code, page, tmp_path) == []
+    no_compute = good.replace('<section id="compute">', '<section id="computation">')
+    assert check_book.reader_problems(no_compute, page, tmp_path) == ["no 'compute' section"]
 
 
 def test_a_dirty_provenance_line_is_flagged_only_when_the_tree_is_clean():

@@ -242,8 +242,9 @@ def chapter_markdown(cc: ChapterCompute, runs: Mapping[str, StageRun], longest: 
     sharing = (
         "none is shared with another chapter"
         if shared == 0
-        else f"{len(a.stages)} serve this chapter alone ({duration(a.wall_s)} wall, "
-        f"{duration(a.cpu_s)} CPU) and {shared} are shared with other chapters (counted in each)"
+        else f"{len(a.stages)} {'serves' if len(a.stages) == 1 else 'serve'} this chapter alone "
+        f"({duration(a.wall_s)} wall, {duration(a.cpu_s)} CPU) and {shared} "
+        f"{'is' if shared == 1 else 'are'} shared with other chapters (counted in each)"
     )
     return head + (
         f"This chapter needs {_stages(len(n.stages))} of the pipeline (from the data to this "
