@@ -219,8 +219,9 @@ def _count(c: Compute) -> str:
 
 
 def _seconds(c: Compute, field: str) -> str:
-    """A duration of ``c``, or a dash when none of its stages has a recorded run."""
-    return duration(getattr(c, field)) if c.recorded else "—"
+    """A duration of ``c`` for a table cell (kept on one line), or a dash when none of its
+    stages has a recorded run."""
+    return duration(getattr(c, field)).replace(" ", "\u00a0") if c.recorded else "—"
 
 
 def _stages(n: int) -> str:
