@@ -61,6 +61,7 @@ experiments/         imports config, files, stage, data, models, measure, theory
     measure_model        the geometry of any model, one command (``geolib measure``)
 report/              imports config, files, measure; knows no models
     claims           verdict rules and the claims table
+    compute          the compute behind each chapter and the build, from the run log
     plotting         the figure style; byte-reproducible saving; ``show``, ``show_table``
     provenance       where a figure came from: stage, parameters, commit, inputs; the check
     book             an executed chapter as the book shows it: code folded, claim abstract
