@@ -292,8 +292,10 @@ def run(
     ``(name, exit code, seconds)`` per stage, in the order of ``names``. A stage starts once every
     stage in ``waits[name]`` (its upstream among ``names``) has ended with exit 0; a free lane
     takes the first such stage in ``names``. After a failure no new stage starts (those running
-    finish); the stages never started are reported with exit code -1. ``log``: a CSV (relative
-    to ``root``) that gets one row per stage run: wall and CPU seconds, peak memory."""
+    finish); the stages never started are reported with exit code -1, a stage whose lane
+    failed itself (DVC could not start, its record could not be written) with -2. ``log``: a
+    CSV (relative to ``root``) that gets one row per stage run: wall and CPU seconds, peak
+    memory."""
     if log is not None and not log.is_absolute():
         log = root / log
     if log is not None:
@@ -312,25 +314,32 @@ def run(
         nonlocal running, failed
         t0 = time.perf_counter()
         cmd = [*dvc(), "--wait-for-lock", "repro", "--single-item", *(["-f"] * force), name]
-        code, usage, ran = run_measured(cmd, root, env)
-        seconds = time.perf_counter() - t0
-        cpu = usage.ru_utime + usage.ru_stime
-        print(
-            f"lanes: {name}: exit {code}, {seconds:.0f} s "
-            f"(CPU {cpu:.0f} s, peak memory {usage.ru_maxrss / 2**20:.2f} GiB)"
-            + ("" if ran else "; DVC did not run its command"),
-            file=sys.stderr,
-            flush=True,
-        )
-        with cond:
+        code = -2  # what an error of this thread itself (not of the stage) is reported as
+        try:
+            code, usage, ran = run_measured(cmd, root, env)
+            seconds = time.perf_counter() - t0
+            cpu = usage.ru_utime + usage.ru_stime
+            print(
+                f"lanes: {name}: exit {code}, {seconds:.0f} s "
+                f"(CPU {cpu:.0f} s, peak memory {usage.ru_maxrss / 2**20:.2f} GiB)"
+                + ("" if ran else "; DVC did not run its command"),
+                file=sys.stderr,
+                flush=True,
+            )
             if log is not None:
-                append_record(log, name, code, seconds, usage, lanes, ran)
-            results.append((name, code, seconds))
-            failed |= code != 0
-            if code == 0:
-                done.add(name)
-            running -= 1
-            cond.notify_all()
+                with cond:
+                    append_record(log, name, code, seconds, usage, lanes, ran)
+        except Exception as e:  # a lane that died silently would leave the others waiting
+            print(f"lanes: {name}: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+            code = code if code != 0 else -2  # ran, but its record was not written
+        finally:
+            with cond:
+                results.append((name, code, time.perf_counter() - t0))
+                failed |= code != 0
+                if code == 0:
+                    done.add(name)
+                running -= 1
+                cond.notify_all()
 
     with cond:
         while pending and not failed:

@@ -791,6 +791,15 @@ def test_lanes_record_each_stage_cpu_seconds_of_its_whole_process_tree(tmp_path,
         assert 0 < float(r["peak_rss_gib"]) < 4
 
 
+def test_a_lane_that_fails_itself_stops_the_run_instead_of_hanging_it(tmp_path, monkeypatch):
+    """DVC missing, or the log unwritable: the stage counts as failed (-2), nothing new starts,
+    and the run returns."""
+    lanes = _load_script("lanes")
+    monkeypatch.setattr(lanes, "dvc", lambda: [str(tmp_path / "no-such-dvc")])
+    results = lanes.run(["a", "b"], lanes=1, root=tmp_path)
+    assert [r[:2] for r in results] == [("a", -2), ("b", -1)]
+
+
 def test_lanes_upgrade_a_log_from_before_a_column(tmp_path, monkeypatch):
     """An old log gets the new header; its rows keep their values, the new column empty; a
     file with columns of its own is refused rather than rewritten."""
