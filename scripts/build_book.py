@@ -112,10 +112,12 @@ def write_compute(root: Path, chapters: list[str], log: Path, dest: Path) -> com
     """Write ``compute.md`` (the introduction's section), ``compute.json`` (each chapter's,
     by page) and ``compute.csv`` (every stage) under ``dest``; the whole build's compute.
     ``chapters``: the book's chapter names in page order."""
-    lock = yaml.load(
-        (root / "dvc.lock").read_text(),
-        Loader=getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader,
+    loader = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
+    stages = compute.pipeline_stages(
+        yaml.load((root / "dvc.yaml").read_text(), Loader=loader),
+        yaml.load((root / "params.yaml").read_text(), Loader=loader),
     )
+    lock = compute.pipeline_lock(yaml.load((root / "dvc.lock").read_text(), Loader=loader), stages)
     runs = compute.latest_runs(compute.read_run_log(log))
     per_chapter = compute.chapters_compute(lock, runs, chapters)
     upstream = compute.upstream_stages(lock)

@@ -408,22 +408,10 @@ def test_lock_prune_removes_only_the_entries_of_removed_stages():
         check.lock_stage_blocks("schema: '2.0'\n")
     # the committed lock: an entry for every stage of dvc.yaml and for nothing else
     names = set(check.lock_stage_blocks((ROOT / "dvc.lock").read_text()))
-    assert names == _expanded_stage_names(), sorted(names ^ _expanded_stage_names())
+    from geolib.report import compute
 
-
-def _expanded_stage_names() -> set[str]:
-    """Every stage of dvc.yaml, a ``foreach`` stage as ``name@item`` over its items in
-    params.yaml (what ``dvc stage list`` prints, without starting DVC)."""
-    names = set()
-    for name, stage in yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"].items():
-        if "foreach" not in stage:
-            names.add(name)
-            continue
-        items = PARAMS
-        for key in stage["foreach"].removeprefix("${").removesuffix("}").split("."):
-            items = items[key]
-        names |= {f"{name}@{item}" for item in items}
-    return names
+    stages = compute.pipeline_stages(yaml.safe_load((ROOT / "dvc.yaml").read_text()), PARAMS)
+    assert names == stages, sorted(names ^ stages)
 
 
 def test_lock_check_flags_stale_sources_and_params_but_not_missing_outputs():

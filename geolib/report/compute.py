@@ -103,7 +103,8 @@ def _overlaps(a: PurePosixPath, b: PurePosixPath) -> bool:
 
 
 def upstream_stages(lock: Mapping[str, Any]) -> dict[str, set[str]]:
-    """For each stage of a parsed ``dvc.lock``, the stages whose outputs it depends on."""
+    """For each stage of a parsed ``dvc.lock``, the stages whose outputs it depends on (only
+    the lock's entries count: see :func:`pipeline_lock` for a lock with leftovers)."""
     stages = lock.get("stages")
     if not isinstance(stages, Mapping):
         raise ValueError("not a dvc.lock: no 'stages' mapping")
@@ -119,6 +120,13 @@ def upstream_stages(lock: Mapping[str, Any]) -> dict[str, set[str]]:
     return upstream
 
 
+def pipeline_lock(lock: Mapping[str, Any], stages: set[str]) -> dict[str, Any]:
+    """The parsed ``lock`` with only the entries of ``stages`` (:func:`pipeline_stages`)."""
+    if not isinstance(lock.get("stages"), Mapping):
+        raise ValueError("not a dvc.lock: no 'stages' mapping")
+    return {**lock, "stages": {k: v for k, v in lock["stages"].items() if k in stages}}
+
+
 def closure(upstream: Mapping[str, set[str]], stage: str) -> set[str]:
     """``stage`` and every stage it needs, directly or through others."""
     seen, todo = set(), [stage]
@@ -128,6 +136,32 @@ def closure(upstream: Mapping[str, set[str]], stage: str) -> set[str]:
             seen.add(s)
             todo += upstream.get(s, ())
     return seen
+
+
+def pipeline_stages(dvc_yaml: Mapping[str, Any], params: Mapping[str, Any]) -> set[str]:
+    """The stage names of a parsed ``dvc.yaml``, a ``foreach`` stage as ``name@item`` for each
+    item of its list (or key of its mapping), given inline or as ``${dotted.key}`` of
+    ``params`` (what ``dvc stage list`` prints). ``dvc.lock`` is no list of them: it keeps the
+    entries of stages a profile does not have, or that were removed."""
+    names: set[str] = set()
+    for name, stage in dvc_yaml.get("stages", {}).items():
+        if "foreach" not in stage:
+            names.add(name)
+            continue
+        items: Any = stage["foreach"]
+        if isinstance(items, str):
+            ref = items.removeprefix("${").removesuffix("}")
+            if ref == items:
+                raise ValueError(
+                    f"stage {name!r}: foreach {items!r} is neither a list nor ${{key}}"
+                )
+            items = params
+            for key in ref.split("."):
+                if not isinstance(items, Mapping) or key not in items:
+                    raise ValueError(f"stage {name!r}: foreach ${{{ref}}} is not in the params")
+                items = items[key]
+        names |= {f"{name}@{item}" for item in items}
+    return names
 
 
 def chapter_stages(lock: Mapping[str, Any]) -> dict[str, str]:

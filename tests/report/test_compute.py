@@ -97,6 +97,45 @@ def test_upstream_follows_outputs_into_deps_files_and_folders():
         compute.upstream_stages({"schema": "2.0"})
 
 
+def test_pipeline_stages_expand_foreach_from_params_and_filter_the_lock():
+    dvc_yaml = {
+        "stages": {
+            "data": {"cmd": "x"},
+            "train": {"foreach": "${runs.names}", "do": {"cmd": "t ${item}"}},
+            "inline": {"foreach": ["p", "q"], "do": {"cmd": "i"}},
+            "by_key": {"foreach": {"k1": {"a": 1}, "k2": {"a": 2}}, "do": {"cmd": "k"}},
+        }
+    }
+    params = {"runs": {"names": ["s", "m"]}}
+    want = {"data", "train@s", "train@m", "inline@p", "inline@q", "by_key@k1", "by_key@k2"}
+    assert compute.pipeline_stages(dvc_yaml, params) == want
+    with pytest.raises(ValueError, match="not in the params"):
+        compute.pipeline_stages(dvc_yaml, {"runs": {}})
+    with pytest.raises(ValueError, match="neither a list"):
+        compute.pipeline_stages({"stages": {"x": {"foreach": "runs", "do": {}}}}, params)
+    lock = {"schema": "2.0", "stages": {"data": {}, "train@s": {}, "train@old": {}}}
+    kept = compute.pipeline_lock(lock, want)
+    assert kept == {"schema": "2.0", "stages": {"data": {}, "train@s": {}}}
+    assert lock["stages"].keys() == {"data", "train@s", "train@old"}  # not changed in place
+
+
+def test_the_committed_pipeline_expands_as_dvc_lists_it():
+    """The stage names against ``dvc stage list`` itself (DVC's own expansion)."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    dvc = Path(sys.executable).parent / "dvc"
+    out = subprocess.run(
+        [str(dvc), "stage", "list", "--name-only"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    ours = compute.pipeline_stages(yaml.safe_load((ROOT / "dvc.yaml").read_text()), params)
+    assert ours == set(out.stdout.split())
+
+
 def test_chapter_sums_are_their_stages_sums_and_alone_excludes_the_shared_ones():
     walls = {"data": 10, "train": 200, "tables_a": 30, "tables_b": 40, "a": 15, "b": 16}
     runs = compute.latest_runs([row(s, w, cpu=w / 2, rss=w / 100) for s, w in walls.items()])
