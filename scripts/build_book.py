@@ -132,7 +132,7 @@ def write_compute(root: Path, chapters: list[str], log: Path, dest: Path) -> com
     (dest / "compute.json").write_text(json.dumps({"chapters": sections}, indent=1))
     rows = compute.stage_rows(runs, upstream, compute.chapter_stages(lock))
     with (dest / "compute.csv").open("w", newline="") as f:
-        writer = csv.DictWriter(f, list(rows[0]))
+        writer = csv.DictWriter(f, compute.STAGE_COLUMNS)
         writer.writeheader()
         writer.writerows(rows)
     return build

@@ -788,6 +788,52 @@ def test_a_lane_that_fails_itself_stops_the_run_instead_of_hanging_it(tmp_path, 
     assert [r[:2] for r in results] == [("a", -2), ("b", -1)]
 
 
+def test_the_book_writes_its_compute_with_and_without_a_run_log(tmp_path):
+    """scripts/build_book.write_compute on a two-stage pipeline: the sections and the CSV from
+    the log, and a book that says its compute was not recorded when there is no log."""
+    book = _load_script("build_book")
+    (tmp_path / "dvc.yaml").write_text(yaml.safe_dump({"stages": {"data": {}, "ch": {}}}))
+    (tmp_path / "params.yaml").write_text("{}\n")
+    lock = {
+        "schema": "2.0",
+        "stages": {
+            "data": {"outs": [{"path": "data/x"}]},
+            "ch": {"deps": [{"path": "data/x"}], "outs": [{"path": "book/chapters/ch.ipynb"}]},
+            "gone@1": {"outs": [{"path": "runs/1"}]},  # left by a removed stage: not counted
+        },
+    }
+    (tmp_path / "dvc.lock").write_text(yaml.safe_dump(lock))
+    (tmp_path / "book" / "chapters").mkdir(parents=True)
+    nb = {"cells": [{"cell_type": "markdown", "source": ["# The chapter\n", "text"]}]}
+    (tmp_path / "book" / "chapters" / "ch.ipynb").write_text(json.dumps(nb))
+    lanes = _load_script("lanes")
+    log = tmp_path / "lanes.csv"
+    rows = [
+        ["2026-12-01T10:00:00Z", "data", 0, 100.0, 90.0, 80.0, 10.0, 0.5, 2, 1],
+        ["2026-12-01T10:02:00Z", "ch", 0, 20.0, 18.0, 17.0, 1.0, 0.3, 2, 1],
+        ["2026-12-01T10:03:00Z", "gone@1", 0, 999.0, 999.0, 999.0, 0.0, 0.3, 2, 1],
+    ]
+    with log.open("w", newline="") as f:
+        csv.writer(f).writerows([lanes.LOG_COLUMNS, *rows])
+    out = tmp_path / "gen"
+    build = book.write_compute(tmp_path, ["ch"], log, out)
+    assert build.stages == ("ch", "data") and build.wall_s == 120 and build.cpu_s == 108
+    intro = (out / "compute.md").read_text()
+    assert "The 2 stages behind this book took **1.8 min of CPU time**" in intro
+    assert "[The chapter](chapters/ch.ipynb)" in intro
+    section = json.loads((out / "compute.json").read_text())["chapters"]["chapters/ch"]
+    assert "**2.0 min of wall time and 1.8 min of CPU time**" in section
+    table = list(csv.DictReader((out / "compute.csv").open()))
+    assert [(r["stage"], r["wall_s"], r["chapters"]) for r in table] == [
+        ("ch", "20.0", "ch"),
+        ("data", "100.0", "ch"),
+    ]
+    build = book.write_compute(tmp_path, ["ch"], tmp_path / "no-log.csv", out)
+    assert build.recorded == 0 and "not shown" in (out / "compute.md").read_text()
+    assert "not shown" in json.loads((out / "compute.json").read_text())["chapters"]["chapters/ch"]
+    assert [r["wall_s"] for r in csv.DictReader((out / "compute.csv").open())] == ["", ""]
+
+
 def test_lanes_upgrade_a_log_from_before_a_column(tmp_path, monkeypatch):
     """An old log gets the new header; its rows keep their values, the new column empty; a
     file with columns of its own is refused rather than rewritten."""

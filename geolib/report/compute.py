@@ -324,6 +324,10 @@ def intro_markdown(
     return head + "\n".join(rows) + "\n"
 
 
+#: the columns of :func:`stage_rows` (the downloadable ``compute.csv``)
+STAGE_COLUMNS = ("stage", "started_utc", "wall_s", "cpu_s", "peak_rss_gib", "lanes", "chapters")
+
+
 def stage_rows(
     runs: Mapping[str, StageRun], upstream: Mapping[str, set[str]], chapters: Mapping[str, str]
 ) -> list[dict[str, Any]]:
