@@ -29,6 +29,7 @@ import subprocess
 import sys
 from importlib.util import find_spec
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -67,13 +68,15 @@ def dir_md5(folder: Path) -> str:
     return hashlib.md5(json.dumps(entries, sort_keys=True).encode("utf-8")).hexdigest() + ".dir"
 
 
+def read_yaml(path: Path) -> Any:
+    """A YAML file, with the C loader where PyYAML has it (the lock is ~17,800 lines)."""
+    return yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader)
+
+
 def lock_mismatches(root: Path, checked: tuple[str, ...] = CHECKED) -> list[str]:
     """Every output under ``checked`` whose content is not what ``dvc.lock`` recorded, as
     ``"path (stage): why"``; empty when everything matches."""
-    lock = yaml.load(
-        (root / "dvc.lock").read_text(),
-        Loader=getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader,
-    )
+    lock = read_yaml(root / "dvc.lock")
     problems = []
     for stage, entry in lock.get("stages", {}).items():
         for out in entry.get("outs", []):
@@ -112,15 +115,12 @@ def write_compute(root: Path, chapters: list[str], log: Path, dest: Path) -> com
     """Write ``compute.md`` (the introduction's section), ``compute.json`` (each chapter's,
     by page) and ``compute.csv`` (every stage) under ``dest``; the whole build's compute.
     ``chapters``: the book's chapter names in page order."""
-    loader = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
-    stages = compute.pipeline_stages(
-        yaml.load((root / "dvc.yaml").read_text(), Loader=loader),
-        yaml.load((root / "params.yaml").read_text(), Loader=loader),
-    )
-    lock = compute.pipeline_lock(yaml.load((root / "dvc.lock").read_text(), Loader=loader), stages)
+    stages = compute.pipeline_stages(read_yaml(root / "dvc.yaml"), read_yaml(root / "params.yaml"))
+    lock = compute.pipeline_lock(read_yaml(root / "dvc.lock"), stages)
     runs = compute.latest_runs(compute.read_run_log(log))
-    per_chapter = compute.chapters_compute(lock, runs, chapters)
     upstream = compute.upstream_stages(lock)
+    chapter_stages = compute.chapter_stages(lock)
+    per_chapter = compute.chapters_compute(upstream, chapter_stages, runs, chapters)
     book_stage = "book"
     build = compute.total((s for s in upstream if s != book_stage), runs)
     titles = {c: page_title(root / "book" / "chapters" / f"{c}.ipynb") for c in chapters}
@@ -130,7 +130,7 @@ def write_compute(root: Path, chapters: list[str], log: Path, dest: Path) -> com
     )
     sections = {f"chapters/{cc.chapter}": compute.chapter_markdown(cc, runs) for cc in per_chapter}
     (dest / "compute.json").write_text(json.dumps({"chapters": sections}, indent=1))
-    rows = compute.stage_rows(runs, upstream, compute.chapter_stages(lock))
+    rows = compute.stage_rows(runs, upstream, chapter_stages)
     with (dest / "compute.csv").open("w", newline="") as f:
         writer = csv.DictWriter(f, compute.STAGE_COLUMNS)
         writer.writeheader()

@@ -333,10 +333,11 @@ def check_page(
     if "<body" not in dom:
         problems.append("page did not load")
     page = Path(url.removeprefix(origin))
-    if page.name == "intro.html" and 'class="claims-table' not in dom:
-        problems.append("no claims table (class claims-table) on the introduction")
-    if page.name == "intro.html" and '<section id="compute"' not in dom:
-        problems.append("no compute section on the introduction")
+    if page.name == "intro.html":
+        if 'class="claims-table' not in dom:
+            problems.append("no claims table (class claims-table) on the introduction")
+        if '<section id="compute"' not in dom:
+            problems.append("no compute section on the introduction")
     if page.parts[:1] == ("chapters",):
         problems += reader_problems(dom, page, root)
         problems += unpinned_provenance(dom, tree_clean)

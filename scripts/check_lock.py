@@ -30,6 +30,8 @@ from typing import Any
 
 import yaml
 
+from geolib.report.compute import pipeline_stages
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -99,21 +101,17 @@ def without_stages(text: str, names: set[str]) -> str:
     return "".join(line for i, line in enumerate(text.splitlines(keepends=True)) if i not in drop)
 
 
-def current_stages(dvc: Path) -> set[str]:
-    """The stages of ``dvc.yaml``, ``foreach`` items expanded (DVC's own list)."""
-    cmd = [str(dvc), "stage", "list", "--name-only"]
-    out = subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True, text=True).stdout
-    return {line.strip() for line in out.splitlines() if line.strip()}
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv not in ([], ["--prune"]):
         raise SystemExit("usage: python scripts/check_lock.py [--prune]")
-    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    pipeline = yaml.safe_load((ROOT / "dvc.yaml").read_text())
+    stages = pipeline["stages"]
     dvc = Path(sys.executable).parent / "dvc"
     lock = ROOT / "dvc.lock"
-    leftover = set(lock_stage_blocks(lock.read_text())) - current_stages(dvc)
+    # foreach expanded as `dvc stage list` does (a test checks they agree), without starting DVC
+    current = pipeline_stages(pipeline, yaml.safe_load((ROOT / "params.yaml").read_text()))
+    leftover = set(lock_stage_blocks(lock.read_text())) - current
     if leftover and argv == ["--prune"]:
         lock.write_text(without_stages(lock.read_text(), leftover))
         print(f"dvc.lock: removed the entries of {len(leftover)} stages dvc.yaml no longer has")

@@ -202,12 +202,14 @@ class ChapterCompute:
 
 
 def chapters_compute(
-    lock: Mapping[str, Any], runs: Mapping[str, StageRun], order: Sequence[str] | None = None
+    upstream: Mapping[str, set[str]],
+    chapters: Mapping[str, str],
+    runs: Mapping[str, StageRun],
+    order: Sequence[str] | None = None,
 ) -> list[ChapterCompute]:
-    """Every chapter's compute, in ``order`` (chapter names; default: sorted). A chapter named
-    in ``order`` that no stage of the lock writes is an error."""
-    upstream = upstream_stages(lock)
-    chapters = chapter_stages(lock)
+    """Every chapter's compute, in ``order`` (chapter names; default: sorted), from the graph
+    (:func:`upstream_stages`) and the chapter stages (:func:`chapter_stages`) of one lock. A
+    chapter named in ``order`` that no stage of the lock writes is an error."""
     order = list(order) if order is not None else sorted(chapters)
     unknown = [c for c in order if c not in chapters]
     if unknown:

@@ -38,6 +38,10 @@ LOCK = {
 }
 
 
+UPSTREAM = compute.upstream_stages(LOCK)
+CHAPTERS = compute.chapter_stages(LOCK)
+
+
 def row(stage, wall, cpu=None, started="2026-12-01T10:00:00Z", exit="0", ran="1", rss=0.5):
     cpu = wall if cpu is None else cpu
     return {"started_utc": started, "stage": stage, "exit": exit, "wall_s": str(wall),
@@ -139,7 +143,7 @@ def test_the_committed_pipeline_expands_as_dvc_lists_it():
 def test_chapter_sums_are_their_stages_sums_and_alone_excludes_the_shared_ones():
     walls = {"data": 10, "train": 200, "tables_a": 30, "tables_b": 40, "a": 15, "b": 16}
     runs = compute.latest_runs([row(s, w, cpu=w / 2, rss=w / 100) for s, w in walls.items()])
-    a, b, t = compute.chapters_compute(LOCK, runs, ["a", "b", "t"])
+    a, b, t = compute.chapters_compute(UPSTREAM, CHAPTERS, runs, ["a", "b", "t"])
     assert a.needed.stages == ("a", "data", "tables_a", "train")
     assert a.needed.wall_s == 10 + 200 + 30 + 15 and a.needed.cpu_s == a.needed.wall_s / 2
     assert a.needed.peak_rss_gib == 2.0  # the largest single process: train's
@@ -148,7 +152,7 @@ def test_chapter_sums_are_their_stages_sums_and_alone_excludes_the_shared_ones()
     # t never ran: counted as missing, not as zero seconds hidden in a sum
     assert t.needed.missing == ("t",) and t.needed.recorded == 0
     with pytest.raises(ValueError, match="no stage of dvc.lock writes"):
-        compute.chapters_compute(LOCK, runs, ["a", "nope"])
+        compute.chapters_compute(UPSTREAM, CHAPTERS, runs, ["a", "nope"])
 
 
 def test_total_counts_each_stage_once_and_names_what_is_missing():
@@ -176,7 +180,7 @@ def test_durations_read_at_a_glance(seconds, text):
 def test_the_sections_state_the_numbers_and_what_is_missing():
     walls = {"data": 10, "train": 6000, "tables_a": 30, "tables_b": 40, "a": 15, "b": 16}
     runs = compute.latest_runs([row(s, w, cpu=2 * w) for s, w in walls.items()])
-    chapters = compute.chapters_compute(LOCK, runs, ["a", "b", "t"])
+    chapters = compute.chapters_compute(UPSTREAM, CHAPTERS, runs, ["a", "b", "t"])
     build = compute.total([s for s in LOCK["stages"] if s != "book"], runs)
     intro = compute.intro_markdown(chapters, build, "_data/compute.csv", {"a": "Chapter A"})
     assert f"**{compute.duration(2 * sum(walls.values()))} of CPU time**" in intro
