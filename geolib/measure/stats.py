@@ -3,7 +3,11 @@
 Each statistic lives here once. Intervals: one type, :class:`Interval`, and one function,
 :func:`interval` (Student-t on a mean of few units, BCa bootstrap otherwise; it always contains
 its estimate), with :func:`mean_ci` (the t interval) and :func:`percentile_interval` (for joint
-resampling schemes built from :func:`bootstrap_weights`) beneath it. Also the Student-t quantile
+resampling schemes built from :func:`bootstrap_weights`) beneath it. A bootstrap interval may
+exclude its estimate (a biased statistic): it is kept as drawn, never widened, and
+:func:`count_excluding` counts such rows so that each chapter reports them. Shares get bounded
+intervals: :func:`proportion_ci` (Clopper–Pearson) for a count, :func:`share_over_models`
+(logit scale, Student-t over models) for a share measured on each of a few models. Also the Student-t quantile
 (:func:`t_quantile`), the log–log slope with its interval (:func:`fit_loglog`), the interval of
 a proportion (:func:`proportion_ci`, for coverage checks), Zipf's slope of a corpus with its
 document bootstrap (:func:`zipf_fit`, :func:`zipf_bootstrap`), and associations over models
@@ -47,9 +51,11 @@ class Interval:
 
     ``n`` units (seeds, models, windows: ``unit``) were resampled or averaged; ``method`` says
     how: ``"t"`` (Student-t on a mean), ``"bca"`` (bias-corrected and accelerated bootstrap,
-    ``scipy.stats.bootstrap``), ``"percentile"`` (bootstrap where BCa is undefined). An interval
-    always contains its estimate: a bootstrap interval that excludes it (it happens for skewed
-    statistics such as R²) is stretched to it, and ``method`` ends in ``"+widened"``.
+    ``scipy.stats.bootstrap``), ``"percentile"`` (bootstrap where BCa is undefined),
+    ``"logit-t"``/``"logit-z"`` (a share over models, :func:`share_over_models`). A bootstrap
+    interval may exclude its estimate (a biased or skewed statistic, such as R² near 0): it is
+    kept as drawn, never stretched to the estimate; :attr:`excludes_estimate` says so and the
+    chapters count such rows (:func:`count_excluding`). Bounds must be ordered.
     """
 
     value: float
@@ -62,12 +68,14 @@ class Interval:
     n_boot: int = 0
 
     def __post_init__(self) -> None:
-        if all(math.isfinite(v) for v in (self.value, self.low, self.high)) and not (
-            self.low <= self.value <= self.high
-        ):
-            raise ValueError(
-                f"an interval must contain its estimate: {self.low} <= {self.value} <= {self.high}"
-            )
+        if math.isfinite(self.low) and math.isfinite(self.high) and self.low > self.high:
+            raise ValueError(f"an interval's bounds must be ordered, got [{self.low}, {self.high}]")
+
+    @property
+    def excludes_estimate(self) -> bool:
+        """The estimate lies outside its (finite) interval: a biased bootstrap, reported."""
+        finite = all(math.isfinite(v) for v in (self.value, self.low, self.high))
+        return finite and not self.low <= self.value <= self.high
 
     @property
     def half_width(self) -> float:
@@ -204,6 +212,57 @@ def proportion_ci(successes: int, n: int, level: float = 0.95) -> Proportion:
     low = 0.0 if k == 0 else float(stats.beta.ppf(alpha / 2, k, n - k + 1))
     high = 1.0 if k == n else float(stats.beta.ppf(1 - alpha / 2, k + 1, n - k))
     return Proportion(k, n, low, high, level)
+
+
+def share_over_models(
+    successes: Any, n: Any, level: float = 0.95, unit: str = "model"
+) -> Interval:
+    """A share measured on each of a few models (``successes[i]`` of ``n[i]`` units of model i),
+    with its interval over models, bounded in (0, 1): the trained model is the unit.
+
+    Each model's empirical logit ``log((k + ½) / (n − k + ½))`` (finite at 0 and n); the estimate
+    is the back-transformed mean logit (the models' typical share), the interval the mean logit ±
+    the larger of Student-t over models (``t_{m−1} · s / √m``) and the counts' own sampling error
+    (``z · √(mean_i v_i / m)``, ``v_i = 1/(k+½) + 1/(n−k+½)``): models that agree more closely
+    than their counts can tell (e.g. every one at 24 of 24) do not give a zero-width interval.
+    One model: its sampling error only. Models with no units (``n = 0``) are an error.
+    """
+    level = _level(level)
+    k = np.asarray(successes, dtype=np.float64).ravel()
+    m = np.asarray(n, dtype=np.float64).ravel()
+    if k.size == 0 or k.shape != m.shape:
+        raise ValueError(f"one count and one total per model, got {k.shape} and {m.shape}")
+    bad = ~np.isfinite(k) | ~np.isfinite(m) | (k != np.round(k)) | (m != np.round(m))
+    if bad.any() or np.any(m < 1) or np.any(k < 0) or np.any(k > m):
+        raise ValueError(f"need integer counts 0 <= successes <= n with n >= 1, got {k}, {m}")
+    logit = np.log((k + 0.5) / (m - k + 0.5))
+    var = 1.0 / (k + 0.5) + 1.0 / (m - k + 0.5)
+    centre = float(logit.mean())
+    z = float(stats.norm.ppf(0.5 + level / 2.0))
+    half = z * math.sqrt(float(var.mean()) / k.size)
+    method = "logit-z"
+    if k.size > 1:
+        spread = t_quantile(level, k.size - 1) * float(logit.std(ddof=1)) / math.sqrt(k.size)
+        if spread >= half:
+            half, method = spread, "logit-t"
+
+    def expit(x: float) -> float:
+        return float(1.0 / (1.0 + math.exp(-x)))
+
+    return Interval(
+        expit(centre), expit(centre - half), expit(centre + half), level, int(k.size), method, unit
+    )
+
+
+def count_excluding(estimate: Any, low: Any, high: Any) -> tuple[int, int]:
+    """``(excluding, n)``: how many of ``n`` rows with a finite interval have their estimate
+    outside it (a biased bootstrap, reported in each chapter, never widened)."""
+    e, lo, hi = (np.asarray(v, dtype=np.float64).ravel() for v in (estimate, low, high))
+    if not e.shape == lo.shape == hi.shape:
+        raise ValueError(f"estimate, low and high must have one length: {e.shape}, {lo.shape}")
+    finite = np.isfinite(e) & np.isfinite(lo) & np.isfinite(hi)
+    outside = finite & ((e < lo) | (e > hi))
+    return int(outside.sum()), int(finite.sum())
 
 
 def zipf_fit(
@@ -464,10 +523,7 @@ def interval(
     n = int(data[0].size)
     if not (math.isfinite(lo) and math.isfinite(hi)) or ok.size < n_boot:
         return percentile_interval(ok, value, level, n, unit)
-    method = "bca"
-    if math.isfinite(value) and not lo <= value <= hi:
-        lo, hi, method = min(lo, value), max(hi, value), method + "+widened"
-    return Interval(value, lo, hi, level, n, method, unit, int(ok.size))
+    return Interval(value, lo, hi, level, n, "bca", unit, int(ok.size))
 
 
 def _mean(x: np.ndarray) -> float:
@@ -478,7 +534,7 @@ def percentile_interval(
     draws: Any, value: float, level: float, n: int, unit: str = "unit", method: str = "percentile"
 ) -> Interval:
     """The percentile interval of bootstrap ``draws`` of a statistic whose estimate is ``value``
-    (non-finite draws dropped), stretched to contain ``value`` where it does not.
+    (non-finite draws dropped), as drawn: it may exclude ``value`` (reported, not widened).
 
     For resampling schemes :func:`interval` does not cover (e.g. sequences resampled jointly
     across units by shared weights, :func:`bootstrap_weights`). No finite draw: NaN bounds.
@@ -489,8 +545,6 @@ def percentile_interval(
     if d.size == 0:
         return Interval(float(value), math.nan, math.nan, level, int(n), method, unit, 0)
     lo, hi = (float(q) for q in np.quantile(d, [(1 - level) / 2, (1 + level) / 2]))
-    if math.isfinite(value) and not lo <= value <= hi:
-        lo, hi, method = min(lo, value), max(hi, value), method + "+widened"
     return Interval(float(value), lo, hi, level, int(n), method, unit, int(d.size))
 
 

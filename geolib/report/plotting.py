@@ -371,24 +371,23 @@ def interval_points(
     label: str | None = None,
     ms: float = 4,
     lw: float = 0.8,
-) -> None:
+) -> int:
     """Points ``(x, y)`` with their intervals drawn as lines from low to high (along x, y or
-    both; a NaN bound draws no line). Every interval must contain its point, as every interval
-    of :mod:`geolib.measure.stats` does: one that lies beside it is an error naming it, not a
-    figure that hides it."""
-    for axis, point, low, high in (("x", x, xlow, xhigh), ("y", y, ylow, yhigh)):
+    both; a NaN bound draws no line). A bootstrap interval may lie beside its point (a biased
+    statistic, kept as drawn by :mod:`geolib.measure.stats`): such points are drawn hollow, so
+    the figure shows them, and their number is returned for the caption."""
+    miss = np.zeros(np.shape(x), dtype=bool)
+    for point, low, high in ((x, xlow, xhigh), (y, ylow, yhigh)):
         if low is None:
             continue
         p, lo, hi = (np.asarray(v, dtype=float) for v in (point, low, high))
-        outside = (lo > p + 1e-12 * np.abs(p)) | (p > hi + 1e-12 * np.abs(p))
-        if outside.any():
-            i = int(np.flatnonzero(outside)[0])
-            raise ValueError(
-                f"{int(outside.sum())} interval(s) along {axis} miss their point, e.g. "
-                f"{np.ravel(p)[i]:.4g} outside [{np.ravel(lo)[i]:.4g}, {np.ravel(hi)[i]:.4g}]"
-            )
+        miss |= (lo > p + 1e-12 * np.abs(p)) | (p > hi + 1e-12 * np.abs(p))
     if xlow is not None:
         ax.hlines(y, xlow, xhigh, color=color, lw=lw)
     if ylow is not None:
         ax.vlines(x, ylow, yhigh, color=color, lw=lw)
-    ax.plot(x, y, fmt, color=color, ms=ms, label=label, linestyle="none")
+    xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    ax.plot(xs[~miss], ys[~miss], fmt, color=color, ms=ms, label=label, linestyle="none")
+    if miss.any():
+        ax.plot(xs[miss], ys[miss], fmt, color=color, ms=ms, mfc="none", linestyle="none")
+    return int(miss.sum())

@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from geolib.report.claims import Verdict, combine_statuses, decide_if_defined, rule_from_params
+from geolib.report.rules import Verdict, combine_statuses, decide_if_defined, rule_from_params
 
 
 @dataclass(frozen=True)

@@ -261,10 +261,10 @@ def test_interval_of_a_mean_is_students_t_for_few_units_and_bca_for_many():
     assert (got.low, got.high) == pytest.approx((ref.low, ref.high), rel=1e-9)
 
 
-def test_interval_always_contains_its_estimate():
+def test_an_interval_that_excludes_its_estimate_is_kept_as_drawn():
     """R² of two exactly uncorrelated samples is 0 and every resample's R² is above it, so a
-    percentile interval [q2.5, q97.5] excludes the estimate; the interval function must still
-    contain it (and say so when it had to widen)."""
+    percentile interval [q2.5, q97.5] excludes the estimate; the interval function keeps it as
+    drawn and says so (never widened)."""
     from geolib.measure.stats import Interval, interval, r_squared
 
     rng = np.random.default_rng(5)
@@ -279,9 +279,12 @@ def test_interval_always_contains_its_estimate():
     assert np.quantile(draws, 0.025) > est  # the percentile interval would exclude it
     got = interval(r_squared, x, y, n_boot=2000, seed=0)
     assert got.value == pytest.approx(est, abs=1e-12)
-    assert got.low <= got.value <= got.high and got.method.endswith("+widened")
-    with pytest.raises(ValueError, match="contain its estimate"):
-        Interval(1.0, 2.0, 3.0, 0.95, 5)
+    # kept as drawn: the interval excludes its estimate and says so, never widened to it
+    assert got.method in ("bca", "percentile") and got.excludes_estimate and got.low > got.value
+    assert Interval(1.0, 2.0, 3.0, 0.95, 5).excludes_estimate
+    assert not Interval(2.0, 1.0, 3.0, 0.95, 5).excludes_estimate
+    with pytest.raises(ValueError, match="ordered"):
+        Interval(1.0, 3.0, 2.0, 0.95, 5)
 
 
 def test_interval_falls_back_to_percentile_where_bca_is_undefined():
@@ -393,3 +396,54 @@ def test_zipf_bootstrap_resamples_documents_as_a_loop_of_draws_would():
         slopes.append(stats_module.zipf_fit(w @ docs, 1, 200)["slope"])
     assert got["boot_mean"] == float(np.mean(slopes))
     assert got["boot_sd"] == float(np.std(slopes, ddof=1))
+
+
+def test_share_over_models_is_bounded_and_matches_its_closed_form():
+    """Logit scale, t over models: the closed form by hand; bounded in (0, 1) where a t interval
+    on the raw shares leaves it; agreeing models get the counts' own sampling error, not zero."""
+    from geolib.measure.stats import share_over_models, t_quantile
+
+    k, n = np.array([2, 3, 9]), np.array([10, 10, 10])
+    lg = np.log((k + 0.5) / (n - k + 0.5))
+    half = t_quantile(0.95, 2) * lg.std(ddof=1) / np.sqrt(3)
+    got = share_over_models(k, n)
+    expit = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+    assert got.method == "logit-t" and got.n == 3 and got.unit == "model"
+    assert got.value == pytest.approx(expit(lg.mean()))
+    assert (got.low, got.high) == pytest.approx((expit(lg.mean() - half), expit(lg.mean() + half)))
+    assert 0 < got.low < got.value < got.high < 1
+    same = share_over_models([24, 24, 24], [24, 24, 24])
+    v = 1 / 24.5 + 1 / 0.5
+    assert same.method == "logit-z" and same.high < 1 and same.low < same.value
+    assert same.high - same.low > 0
+    assert np.log(same.value / (1 - same.value)) - np.log(same.low / (1 - same.low)) == (
+        pytest.approx(1.959964 * np.sqrt(v / 3), rel=1e-5)
+    )
+    one = share_over_models([5], [8])
+    assert one.method == "logit-z" and one.low < 5.5 / 9 < one.high
+    for bad in (([3], [2]), ([1, 2], [3]), ([1], [0]), ([0.5], [2]), ([], [])):
+        with pytest.raises(ValueError):
+            share_over_models(*bad)
+
+
+def test_a_raw_t_interval_over_three_shares_leaves_the_unit_interval_and_the_share_one_does_not():
+    """The case that made shares need their own interval: A1's per-seed shares 0.194
+    [−0.236, 0.625] with a t interval over 3 seeds."""
+    from geolib.measure.stats import share_over_models
+
+    k, n = np.array([0, 0, 7]), np.array([12, 12, 12])
+    raw = mean_ci(k / n)
+    assert raw.low < 0
+    got = share_over_models(k, n)
+    assert 0 < got.low < got.high < 1
+
+
+def test_count_excluding_counts_estimates_outside_finite_intervals():
+    from geolib.measure.stats import count_excluding
+
+    est = [1.0, 5.0, 2.0, np.nan, 0.0]
+    low = [0.0, 1.0, 2.5, 0.0, np.nan]
+    high = [2.0, 4.0, 3.0, 1.0, 1.0]
+    assert count_excluding(est, low, high) == (2, 3)
+    with pytest.raises(ValueError):
+        count_excluding([1.0], [0.0, 1.0], [2.0])

@@ -7,22 +7,24 @@ import numpy as np
 import pytest
 
 from geolib.report.claims import (
+    Claim,
+    claims_markdown,
+    main,
+    read_claims,
+    scale_of_runs,
+    scale_text,
+    write_claims,
+)
+from geolib.report.rules import (
     CLAIMS,
     NOT_RUN,
     Beyond,
-    Claim,
     Fraction,
     Identity,
     Threshold,
     WithinTolerance,
-    claims_markdown,
     combine_statuses,
-    main,
-    read_claims,
     rule_from_params,
-    scale_of_runs,
-    scale_text,
-    write_claims,
 )
 
 WHY = "the paper's law"
@@ -400,7 +402,7 @@ def test_bad_claims(tmp_path):
 
 
 def test_decide_if_defined():
-    from geolib.report.claims import decide_if_defined
+    from geolib.report.rules import decide_if_defined
 
     rule = rule_from_params(
         {"rule": "threshold", "threshold": 0.5, "no_effect": 0.0, "reason": "r"}
@@ -439,7 +441,7 @@ def test_claim_rows_are_validated_when_written_and_escaped_when_rendered(tmp_pat
 
 
 def test_a_failed_premise_is_inconclusive_whatever_the_numbers_say():
-    from geolib.report.claims import given_premise
+    from geolib.report.rules import given_premise
 
     rule = Threshold(10.0, WHY)
     decide = lambda: rule.decide(50.0, 40.0, 60.0)  # noqa: E731
@@ -453,7 +455,7 @@ def test_a_failed_premise_is_inconclusive_whatever_the_numbers_say():
 
 
 def test_seed_statuses_decide_each_seed_group():
-    from geolib.report.claims import seed_statuses, seeds_agreeing
+    from geolib.report.rules import seed_statuses, seeds_agreeing
 
     summary = {"x": 5, "by_seed": {"0": {"x": 5}, "1": {"x": 20}, "2": {"x": 7}}}
     decide = lambda s: "reproduced" if s["x"] < 10 else "not reproduced"  # noqa: E731
@@ -466,7 +468,7 @@ def test_seed_statuses_decide_each_seed_group():
 def test_over_seeds_is_students_t_over_the_seed_values():
     from scipy import stats as st
 
-    from geolib.report.claims import over_seeds
+    from geolib.report.rules import over_seeds
 
     x = [0.5, 0.6, 0.7]
     half = st.t.ppf(0.975, 2) * np.std(x, ddof=1) / np.sqrt(3)
@@ -486,7 +488,7 @@ def test_over_seeds_is_students_t_over_the_seed_values():
 
 
 def test_seeds_agreeing_and_robustness():
-    from geolib.report.claims import robustness, seeds_agreeing
+    from geolib.report.rules import robustness, seeds_agreeing
 
     assert seeds_agreeing(["reproduced", "reproduced", "not reproduced"], "reproduced") == "2 of 3"
     with pytest.raises(ValueError, match="no per-seed"):
@@ -547,7 +549,7 @@ def test_math_checks_are_kept_out_of_the_empirical_status_and_history_is_shown(t
 
 
 def test_rule_with_changes_only_the_rules_own_fields():
-    from geolib.report.claims import rule_with
+    from geolib.report.rules import rule_with
 
     spec = {"rule": "fraction", "min_fraction": 0.5, "min_units": 4, "reason": WHY}
     assert rule_with(spec, {"min_fraction": 0.34, "k": 2}) == Fraction(0.34, 4, WHY)
@@ -557,7 +559,7 @@ def test_rule_with_changes_only_the_rules_own_fields():
 
 
 def test_deciding_check_is_the_one_that_failed():
-    from geolib.report.claims import Verdict, deciding_check
+    from geolib.report.rules import Verdict, deciding_check
 
     ok, no, unsure = (
         Verdict(s, "r", "x") for s in ("reproduced", "not reproduced", "inconclusive")
@@ -574,7 +576,7 @@ def test_deciding_check_is_the_one_that_failed():
 def test_trend_with_size_reads_the_slope_per_decade_and_its_t_interval():
     from scipy import stats as st
 
-    from geolib.report.claims import GROWS, NO_TREND, SHRINKS, trend_with_size
+    from geolib.report.trends import GROWS, NO_TREND, SHRINKS, trend_with_size
 
     rng = np.random.default_rng(0)
     params = np.repeat([1e5, 1e6, 1e7, 1e8], 3)  # 4 sizes x 3 seeds, 1000x span
@@ -599,7 +601,7 @@ def test_trend_with_size_reads_the_slope_per_decade_and_its_t_interval():
     ],
 )
 def test_trend_with_size_needs_a_long_enough_ladder(params, why):
-    from geolib.report.claims import NO_TREND, trend_with_size
+    from geolib.report.trends import NO_TREND, trend_with_size
 
     values = np.log10(params) * 10.0  # a perfect trend: the ladder, not the data, says no
     t = trend_with_size(params, values)
@@ -607,7 +609,7 @@ def test_trend_with_size_needs_a_long_enough_ladder(params, why):
 
 
 def test_trend_with_size_refuses_bad_input():
-    from geolib.report.claims import trend_with_size
+    from geolib.report.trends import trend_with_size
 
     with pytest.raises(ValueError, match="positive"):
         trend_with_size([0.0, 1e6, 1e7, 1e8], [1.0, 2.0, 3.0, 4.0])
@@ -618,7 +620,7 @@ def test_trend_with_size_refuses_bad_input():
 
 
 def test_trend_rows_round_trip_and_fill_the_trend_column(tmp_path):
-    from geolib.report.claims import GROWS, NO_TREND, TrendRow, read_trends, write_trends
+    from geolib.report.trends import GROWS, NO_TREND, TrendRow, read_trends, write_trends
 
     rows = [
         TrendRow("A4", GROWS, "slope 0.2 [0.1, 0.3]", "scale-a4"),
@@ -645,7 +647,7 @@ def test_trend_rows_round_trip_and_fill_the_trend_column(tmp_path):
 
 
 def test_bad_trend_rows_are_refused(tmp_path):
-    from geolib.report.claims import GROWS, TrendRow, read_trends, write_trends
+    from geolib.report.trends import GROWS, TrendRow, read_trends, write_trends
 
     with pytest.raises(ValueError, match="unknown claim"):
         TrendRow("C1", GROWS, "", "a")
@@ -661,7 +663,7 @@ def test_bad_trend_rows_are_refused(tmp_path):
 
 
 def test_trend_with_size_of_a_constant_key_number_is_no_trend_with_a_defined_interval():
-    from geolib.report.claims import NO_TREND, trend_with_size
+    from geolib.report.trends import NO_TREND, trend_with_size
 
     t = trend_with_size([1e4, 1e5, 1e6, 1e7, 1e7], [1.0] * 5)
     assert (t.words, t.slope, t.low, t.high) == (NO_TREND, 0.0, 0.0, 0.0)
@@ -669,7 +671,7 @@ def test_trend_with_size_of_a_constant_key_number_is_no_trend_with_a_defined_int
 
 
 def test_trend_with_size_of_no_defined_model_is_no_trend():
-    from geolib.report.claims import NO_TREND, trend_with_size
+    from geolib.report.trends import NO_TREND, trend_with_size
 
     t = trend_with_size([], [])
     assert (t.words, t.n_models) == (NO_TREND, 0) and np.isnan(t.slope)

@@ -10,7 +10,8 @@ import pytest
 from markdown_it import MarkdownIt
 
 from geolib.report.book import abstract_markdown
-from geolib.report.claims import Claim, TrendRow, claims_markdown, write_claims
+from geolib.report.claims import Claim, claims_markdown, write_claims
+from geolib.report.trends import TrendRow
 from geolib.report.markup import checked_name, plain
 
 HOSTILE = [

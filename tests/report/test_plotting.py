@@ -118,19 +118,23 @@ def test_show_table_links_its_file_and_caps_rows(tmp_path, monkeypatch):
         plotting.show_table(table, "data/results/demo/missing.csv")
 
 
-def test_interval_points_draws_intervals_and_refuses_one_that_misses_its_point():
+def test_interval_points_draws_intervals_and_shows_one_that_misses_its_point_hollow():
     """Intervals are drawn from low to high (NaN bounds draw nothing); an interval beside its
-    point is an error (every interval contains its estimate)."""
+    point (a biased bootstrap, kept as drawn) is drawn with a hollow marker and counted."""
     fig, ax = plt.subplots()
-    plotting.interval_points(ax, [0.05, 0.2], [0, 1], xlow=[0.02, np.nan], xhigh=[0.3, np.nan])
+    n = plotting.interval_points(ax, [0.05, 0.2], [0, 1], xlow=[0.02, np.nan], xhigh=[0.3, np.nan])
     (segments,) = [c for c in ax.collections]
+    assert n == 0
     assert np.allclose(segments.get_segments()[0], [[0.02, 0], [0.3, 0]])
     assert ax.lines[0].get_xdata().tolist() == [0.05, 0.2]
-    with pytest.raises(
-        ValueError, match=r"1 interval\(s\) along y miss.*0\.01 outside \[0\.02, 0\.3\]"
-    ):
-        plotting.interval_points(ax, [0, 1], [0.5, 0.01], ylow=[0.1, 0.02], yhigh=[0.9, 0.3])
+    fig2, ax2 = plt.subplots()
+    n = plotting.interval_points(ax2, [0, 1], [0.5, 0.01], ylow=[0.1, 0.02], yhigh=[0.9, 0.3])
+    assert n == 1
+    full, hollow = ax2.lines
+    assert full.get_xdata().tolist() == [0.0] and hollow.get_xdata().tolist() == [1.0]
+    assert hollow.get_markerfacecolor() == "none"
     plt.close(fig)
+    plt.close(fig2)
 
 
 def test_a_column_wide_figure_reads_and_records_its_smallest_font(tmp_path):

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from geolib.report.claims import combine_statuses
+from geolib.report.rules import combine_statuses
 from geolib.report.outputs import section_of
 from geolib.report.sweep_chapters import (
     Checks,
