@@ -27,6 +27,7 @@ from geolib.files import write_text_atomic
 from geolib.report.markup import checked_name, plain
 from geolib.report.rules import (
     CLAIMS,
+    DESCRIPTION,
     EMPIRICAL,
     EVIDENCE,
     MATH_CHECK,
@@ -274,15 +275,19 @@ def claims_markdown(
             [f"trend with size: {{ref}}`{t.words} <{t.anchor}>` ({plain(t.detail)})"] if t else []
         )
         for i, c in enumerate(rows):
-            if c.evidence == EMPIRICAL and c.status != NOT_RUN and not c.scale.strip():
+            if c.evidence != MATH_CHECK and c.status != NOT_RUN and not c.scale.strip():
                 raise ValueError(
                     f"claim {cid} from chapter {c.chapter!r}: an empirical row must state its "
                     "scale (Claim.scale, geolib.report.claims.scale_text)"
                 )
             words = c.chapter.replace("_", " ")  # a name that wraps in a narrow column
             link = f"{{ref}}`{words} <{c.anchor}>`" if c.anchor else words
-            status = c.status if c.evidence == EMPIRICAL else f"math check: {c.status}"
-            scale = cell(c.scale) if c.evidence == EMPIRICAL else "— (a derivation)"
+            status = {
+                EMPIRICAL: c.status,
+                MATH_CHECK: f"math check: {c.status}",
+                DESCRIPTION: f"description, not a verdict ({c.status} on what it can speak to)",
+            }[c.evidence]
+            scale = cell(c.scale) if c.evidence != MATH_CHECK else "— (a derivation)"
             lines.append(
                 f"{head if i == 0 else '| |'} {link}: {status} | {cell(c.key_number)} | {scale} |"
             )

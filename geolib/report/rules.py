@@ -67,8 +67,11 @@ REPRODUCED, PARTLY, INCONCLUSIVE, NOT_REPRODUCED, NOT_RUN = (
     "not yet run",
 )
 STATUSES = (NOT_RUN, REPRODUCED, PARTLY, INCONCLUSIVE, NOT_REPRODUCED)
-EMPIRICAL, MATH_CHECK = "empirical", "math check"
-EVIDENCE = (EMPIRICAL, MATH_CHECK)
+EMPIRICAL, MATH_CHECK, DESCRIPTION = "empirical", "math check", "description"
+#: an empirical row decides; a math check verifies a derivation; a description (a released
+#: model's final checkpoint on a claim about training dynamics) says what it can speak to.
+#: Only empirical rows are combined into a claim's status.
+EVIDENCE = (EMPIRICAL, MATH_CHECK, DESCRIPTION)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,633 @@
+"""Gradient energy in tangent subspaces (claims A4, A6, A7): the chapter's verdicts.
+
+Rules v3 (``params.yaml``: ``gradient_energy.a4_v3``, ``a6_v3``, ``a7_v3`` and their ``*_rule_v3``)
+take the **trained model** as the unit: every key number is computed per model from the tables
+of the analysis stage (:mod:`geolib.experiments.gradient_energy`) and its interval is over
+models, bounded where the number is a share. A model enters only if it learned (its final loss
+``verdicts.learned_margin`` nats below the unigram entropy); "early" is a declared share of each
+model's training steps. The v1 and v2 verdicts (from the stage's ``summary.json``) stay on
+each row beside v3. The released model's A4 row describes what one final checkpoint can speak
+to; it is never combined into A4's status.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from geolib.measure import validate as check
+from geolib.measure.energy_counts import REFIT, a4_released_count
+from geolib.measure.stats import mean_ci, proportion_ci, share_over_models, t_quantile
+from geolib.report.claims import AFTER_DATA, DESCRIPTION, Claim, scale_of_runs
+from geolib.report.rules import (
+    INCONCLUSIVE,
+    NOT_RUN,
+    Learners,
+    Verdict,
+    deciding_check,
+    given_premise,
+    learners,
+    robustness,
+    rule_from_params,
+    rule_with,
+)
+
+CHAPTER = "gradient_energy"
+
+
+# ---------------------------------------------------------------------------------------------
+# Parameters and tables
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Section:
+    """The ``gradient_energy`` section as the verdicts read it (``raw``: the whole mapping, for
+    the v1 and v2 rules), with ``verdicts.learned_margin``."""
+
+    key_rank: int
+    early_share: float
+    learned_margin: float
+    ci_level: float
+    a4: Mapping[str, Any]
+    a6: Mapping[str, Any]
+    a7: Mapping[str, Any]
+    raw: Mapping[str, Any] = field(repr=False)
+
+    @classmethod
+    def from_params(
+        cls, section: Mapping[str, Any], verdicts: Mapping[str, Any] | None = None
+    ) -> Section:
+        need = ["key_rank", "early_share", "ci_level", "a4_v3", "a6_v3", "a7_v3"]
+        need += ["a4_rule_v3", "a6_rule_v3", "a7_rule_v3", "a7_null_rule_v3", "frozen_sources"]
+        missing = [k for k in need if k not in section]
+        if missing:
+            raise ValueError(f"gradient_energy section lacks {missing} (the v3 rules)")
+        if not verdicts or "learned_margin" not in verdicts:
+            raise ValueError("the verdicts section (learned_margin) is needed")
+        share = check.scalar("early_share", section["early_share"], low=0.0, strict=True)
+        if share > 1:
+            raise ValueError(f"early_share must be in (0, 1], got {share}")
+        for name in ("a4_rule_v3", "a6_rule_v3", "a7_rule_v3", "a7_null_rule_v3"):
+            rule_from_params(section[name])  # a malformed rule fails here, naming itself
+        return cls(
+            key_rank=int(section["key_rank"]),
+            early_share=share,
+            learned_margin=check.scalar("learned_margin", verdicts["learned_margin"], low=0.0),
+            ci_level=check.scalar("ci_level", section["ci_level"], low=0.0, strict=True),
+            a4=section["a4_v3"],
+            a6=section["a6_v3"],
+            a7=section["a7_v3"],
+            raw=section,
+        )
+
+
+@dataclass(frozen=True)
+class Tables:
+    """The stage's tables: ``r_energy`` (one row per run, step, layer, k, source of T),
+    ``losses`` (evaluation loss and unigram entropy per run and step), ``summary`` (the
+    stage's ``summary.json``: runs with family, seed and size; the v1/v2 counts)."""
+
+    r_energy: pd.DataFrame
+    losses: pd.DataFrame
+    summary: Mapping[str, Any]
+
+    def model(self, run: str) -> str:
+        return Path(run).name
+
+    def family(self, run: str) -> str:
+        return str(self.summary["runs"][run]["family"])
+
+
+def load_tables(out_dir: str | Path) -> Tables:
+    """The tables :mod:`geolib.experiments.gradient_energy` wrote in ``out_dir``."""
+    out = Path(out_dir)
+    return Tables(
+        pd.read_csv(out / "r_energy.csv"),
+        pd.read_csv(out / "losses.csv"),
+        json.loads((out / "summary.json").read_text()),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-model numbers
+# ---------------------------------------------------------------------------------------------
+
+
+def learned_models(tables: Tables, margin: float) -> Learners:
+    """Which runs learned: their final evaluation loss ``margin`` nats below the unigram
+    entropy of their training tokens."""
+    last = tables.losses.loc[tables.losses.groupby("run", sort=False)["step"].idxmax()]
+    return learners(
+        dict(zip(last["run"], last["eval_loss"], strict=True)),
+        dict(zip(last["run"], last["unigram_entropy"], strict=True)),
+        margin,
+    )
+
+
+def _learned_steps(losses: pd.DataFrame, run: str, margin: float) -> set[int]:
+    g = losses[losses["run"] == run]
+    return {int(s) for s in g.loc[g["eval_loss"] <= g["unigram_entropy"] - margin, "step"]}
+
+
+def _blocks(r: pd.DataFrame, k: int, source: str = REFIT) -> pd.DataFrame:
+    return r[(r["layer"] != "embed") & (r["k"] == k) & (r["source"] == source)]
+
+
+def a4_per_model(
+    tables: Tables,
+    runs: list[str],
+    *,
+    k: int,
+    early_share: float,
+    margin: float,
+    r_bar: float,
+    no_effect: float,
+    bound: str = "ci_low",
+) -> pd.DataFrame:
+    """A4 v3's count per model: its units are block layers × learned early checkpoints
+    (1 <= step <= early_share × final step, loss ``margin`` below the unigram entropy) at rank
+    ``k``, T refitted, whose ceiling reaches ``r_bar``; ``hits``: units whose ``bound`` is above
+    ``r_bar``; ``effect``: units whose lower bound is above ``no_effect`` (R >> 1);
+    ``step0_hits`` of ``step0_units``: the same count on the untrained network (step 0)."""
+    if bound not in ("ci_low", "r_energy"):
+        raise ValueError(f"bound must be 'ci_low' or 'r_energy', got {bound!r}")
+    rows = []
+    blocks = _blocks(tables.r_energy, k)
+    for run in runs:
+        g = blocks[blocks["run"] == run]
+        if g.empty:
+            raise ValueError(f"no rank-{k} rows for {run}")
+        final = int(g["step"].max())
+        early = {s for s in _learned_steps(tables.losses, run, margin) if 1 <= s}
+        early = {s for s in early if s <= early_share * final}
+        units = g[g["step"].isin(early) & (g["ceiling"] >= r_bar)]
+        step0 = g[(g["step"] == 0) & (g["ceiling"] >= r_bar)]
+        rows.append(
+            {
+                "run": run,
+                "model": tables.model(run),
+                "family": tables.family(run),
+                "steps": ", ".join(str(s) for s in sorted(units["step"].unique())),
+                "units": len(units),
+                "hits": int((units[bound] > r_bar).sum()),
+                "effect": int((units["ci_low"] > no_effect).sum()),
+                "step0_units": len(step0),
+                "step0_hits": int((step0["ci_low"] > r_bar).sum()),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def a6_per_model(tables: Tables, runs: list[str], *, k: int, progress: float) -> pd.DataFrame:
+    """A6 v3's value per model at matched learning progress: the first checkpoint where the
+    model has made ``progress`` of its loss drop from step 0 to its final step, and there the
+    median over block layers of log R_energy (rank ``k``, T refitted)."""
+    progress = check.scalar("progress", progress, low=0.0, strict=True)
+    if progress > 1:
+        raise ValueError(f"progress must be in (0, 1], got {progress}")
+    blocks = _blocks(tables.r_energy, k)
+    rows = []
+    for run in runs:
+        lo = tables.losses[tables.losses["run"] == run].sort_values("step")
+        first, last = float(lo["eval_loss"].iloc[0]), float(lo["eval_loss"].iloc[-1])
+        drop = (first - lo["eval_loss"]) / (first - last) if first > last else lo["step"] * 0.0
+        reached = lo.loc[drop >= progress - 1e-12, "step"]
+        step = int(reached.iloc[0]) if len(reached) else int(lo["step"].iloc[-1])
+        at = blocks[(blocks["run"] == run) & (blocks["step"] == step)]
+        rows.append(
+            {
+                "run": run,
+                "model": tables.model(run),
+                "family": tables.family(run),
+                "decoder": bool(at["decoder"].iloc[0]) if len(at) else None,
+                "step": step,
+                "log_r": float(np.median(np.log(at["r_energy"]))) if len(at) else math.nan,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def a6_per_step(tables: Tables, runs: list[str], *, k: int) -> pd.DataFrame:
+    """v2's kind of number step by step, for learned models: the decoders' median R_energy over
+    the encoders' at each checkpoint both have (block layers, rank ``k``, T refitted)."""
+    b = _blocks(tables.r_energy, k)
+    b = b[b["run"].isin(runs) & (b["step"] >= 1)]
+    med = b.groupby(["decoder", "step"])["r_energy"].median().unstack(0)
+    if True not in med or False not in med:
+        return pd.DataFrame(columns=["step", "decoders", "encoders", "ratio"])
+    both = med.dropna()
+    return pd.DataFrame(
+        {
+            "step": both.index.astype(int),
+            "decoders": both[True].to_numpy(),
+            "encoders": both[False].to_numpy(),
+            "ratio": (both[True] / both[False]).to_numpy(),
+        }
+    )
+
+
+def a7_per_model(
+    tables: Tables,
+    runs: list[str],
+    *,
+    k: int,
+    early_share: float,
+    margin: float,
+    frozen_sources: list[int],
+    after_warmup: float = 0.0,
+    warmup_steps: int = 0,
+    null_source: int | None = None,
+) -> pd.DataFrame:
+    """A7 v3 per model: where the median over block layers of the refitted R_energy peaks
+    (steps > ``after_warmup`` × ``warmup_steps``, and >= 1), whether that is in the first
+    ``early_share`` of training, the peak-to-final ratio with conservative bounds (peak low /
+    final high, peak high / final low; medians over layers), and, at the final checkpoint, the
+    difference of median log R_energy between T frozen at the first learned source step within
+    the early phase and T frozen at the null: the last source step not yet learned (or
+    ``null_source``)."""
+    blocks = _blocks(tables.r_energy, k)
+    rows = []
+    for run in runs:
+        g = blocks[blocks["run"] == run]
+        final = int(g["step"].max())
+        window = g[(g["step"] >= 1) & (g["step"] > after_warmup * warmup_steps)]
+        curve = window.groupby("step")["r_energy"].median()
+        peak = int(curve.idxmax())
+        at_peak = g[g["step"] == peak].set_index("layer")
+        at_end = g[g["step"] == final].set_index("layer").loc[at_peak.index]
+        ratio = float(np.median(at_peak["r_energy"] / at_end["r_energy"]))
+        low = float(np.median(at_peak["ci_low"] / at_end["ci_high"]))
+        high = float(np.median(at_peak["ci_high"] / at_end["ci_low"]))
+        learned = _learned_steps(tables.losses, run, margin)
+        early = early_share * final
+        post = [s for s in sorted(frozen_sources) if s in learned and s <= early]
+        pre = [s for s in sorted(frozen_sources) if s not in learned and s < final]
+        pre_s = null_source if null_source is not None else (pre[-1] if pre else None)
+        post_s = post[0] if post else None
+        diff = math.nan
+        if pre_s is not None and post_s is not None and post_s != pre_s:
+            ends = {}
+            for s in (pre_s, post_s):
+                f = _blocks(tables.r_energy, k, f"step-{s}")
+                f = f[(f["run"] == run) & (f["step"] == final)]
+                ends[s] = float(np.median(np.log(f["r_energy"]))) if len(f) else math.nan
+            diff = ends[post_s] - ends[pre_s]
+        rows.append(
+            {
+                "run": run,
+                "model": tables.model(run),
+                "family": tables.family(run),
+                "peak_step": peak,
+                "final_step": final,
+                "peak_early": peak <= early,
+                "peak_over_final": ratio,
+                "ratio_low": low,
+                "ratio_high": high,
+                "strongest_early": bool(peak <= early and low > 1.0),
+                "null_source": pre_s,
+                "early_source": post_s,
+                "end_log_r_gain": diff,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# Verdicts
+# ---------------------------------------------------------------------------------------------
+
+
+def _decoders(tables: Tables, runs: tuple[str, ...]) -> list[str]:
+    dec = set(tables.r_energy.loc[tables.r_energy["decoder"].astype(bool), "run"])
+    return [r for r in runs if r in dec]
+
+
+def _ks(tables: Tables) -> set[int]:
+    return {int(v) for v in tables.r_energy["k"].unique()}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One claim's v3 verdict with what the chapter prints: ``per_model`` (the numbers each
+    model contributes) and the key number in words."""
+
+    verdict: Verdict
+    key_number: str
+    per_model: pd.DataFrame
+    alternatives: dict[str, str]
+    detail: str = ""
+
+
+def a4_v3(tables: Tables, section: Section, change: Mapping[str, Any] | None = None) -> Outcome:
+    """A4 v3 (see ``params.yaml``): premise R >> 1, then the share of learned early units above
+    ``r_bar``, both over learned decoders (:func:`share_over_models`)."""
+    change = dict(change or {})
+    p = section.a4
+    k = int(change.get("k", section.key_rank))
+    rule = rule_with(section.raw["a4_rule_v3"], change)
+    lv = learned_models(tables, section.learned_margin)
+    runs = _decoders(tables, lv.kept)
+    if k not in _ks(tables):
+        return Outcome(Verdict(NOT_RUN, rule.describe(), f"rank {k} not measured"), "", None, {})
+    per = a4_per_model(
+        tables,
+        runs,
+        k=k,
+        early_share=section.early_share,
+        margin=section.learned_margin,
+        r_bar=float(p["r_bar"]),
+        no_effect=float(p["no_effect"]),
+        bound=change.get("bound", "ci_low"),
+    )
+    per = per[per["units"] > 0] if len(per) else per
+    if per.empty:
+        why = f"no learned decoder has a learned early unit ({lv.words()})"
+        v = Verdict(INCONCLUSIVE, rule.describe(), f"premise fails: {why}")
+        return Outcome(v, why, per, {})
+    level = section.ci_level
+    big = share_over_models(per["effect"], per["units"], level)
+    share = share_over_models(per["hits"], per["units"], level)
+    why = (
+        f"R >> 1 (lower bound above {float(p['no_effect']):g}) in a share {big.value:.3g} "
+        f"[{big.low:.3g}, {big.high:.3g}] of the units over {big.n} models: not above one half"
+    )
+    v = given_premise(
+        rule, bool(big.low > 0.5), why, lambda: rule.decide(share.value, share.low, share.high)
+    )
+    key = (
+        f"share of learned early units with R_energy's lower bound above {float(p['r_bar']):g} "
+        f"(k={k}) {share.value:.3g} [{share.low:.3g}, {share.high:.3g}] over {share.n} learned "
+        f"decoders ({share.method}); R >> 1 in {big.value:.3g} [{big.low:.3g}, {big.high:.3g}]"
+    )
+    detail = (
+        f"{v.reason}. Per model (hits/units): "
+        + ", ".join(f"{m} {h}/{u}" for m, h, u in per[["model", "hits", "units"]].to_numpy())
+        + f"; at step 0 (untrained): {int(per['step0_hits'].sum())} of "
+        f"{int(per['step0_units'].sum())} units above {float(p['r_bar']):g}. {lv.words()}."
+    )
+    return Outcome(v, key, per, {}, detail)
+
+
+def a6_v3(tables: Tables, section: Section, change: Mapping[str, Any] | None = None) -> Outcome:
+    """A6 v3: learned decoders over learned encoders at matched learning progress; the ratio
+    exp(mean log R_dec − mean log R_enc) with a Welch interval over models."""
+    change = dict(change or {})
+    k = int(change.get("k", section.key_rank))
+    progress = float(change.get("progress", section.a6["progress"]))
+    rule = rule_with(section.raw["a6_rule_v3"], change)
+    if k not in _ks(tables):
+        return Outcome(Verdict(NOT_RUN, rule.describe(), f"rank {k} not measured"), "", None, {})
+    lv = learned_models(tables, section.learned_margin)
+    per = a6_per_model(tables, list(lv.kept), k=k, progress=progress)
+    dec = per.loc[per["decoder"] == True, "log_r"].dropna().to_numpy()  # noqa: E712
+    enc = per.loc[per["decoder"] == False, "log_r"].dropna().to_numpy()  # noqa: E712
+    if dec.size < 2 or enc.size < 2:
+        why = (
+            f"{dec.size} learned decoders and {enc.size} learned encoders: an interval over "
+            f"models needs at least two of each ({lv.words()})"
+        )
+        return Outcome(
+            Verdict(INCONCLUSIVE, rule.describe(), f"premise fails: {why}"), why, per, {}
+        )
+    diff, low, high = welch(dec, enc, section.ci_level)
+    ratio = (math.exp(diff), math.exp(low), math.exp(high))
+    v = rule.decide(*ratio)
+    key = (
+        f"decoders/encoders typical R_energy at {progress:g} of the loss drop {ratio[0]:.3g} "
+        f"[{ratio[1]:.3g}, {ratio[2]:.3g}] (Welch over {dec.size} + {enc.size} learned models)"
+    )
+    return Outcome(v, key, per, {}, f"{v.reason}. {lv.words()}.")
+
+
+def welch(a: np.ndarray, b: np.ndarray, level: float) -> tuple[float, float, float]:
+    """Mean of ``a`` minus mean of ``b`` with its Welch–Satterthwaite t interval."""
+    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+    d = float(a.mean() - b.mean())
+    se = math.sqrt(va + vb)
+    if se == 0:
+        return d, d, d
+    dof = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1))
+    h = t_quantile(level, max(1, int(math.floor(dof)))) * se
+    return d, d - h, d + h
+
+
+def a7_v3(tables: Tables, section: Section, change: Mapping[str, Any] | None = None) -> Outcome:
+    """A7 v3: (1) strongest early — the share of learned decoders whose peak lies in the first
+    ``early_share`` of training and above their final value (Clopper–Pearson over models) —
+    and (2) maintained beyond a null — T frozen early in learning against T frozen before it at
+    the final checkpoint (t over models). Both must hold (:func:`deciding_check`)."""
+    change = dict(change or {})
+    k = int(change.get("k", section.key_rank))
+    rule = rule_with(section.raw["a7_rule_v3"], change)
+    null_rule = rule_from_params(section.raw["a7_null_rule_v3"])
+    if k not in _ks(tables):
+        return Outcome(Verdict(NOT_RUN, rule.describe(), f"rank {k} not measured"), "", None, {})
+    lv = learned_models(tables, section.learned_margin)
+    runs = _decoders(tables, lv.kept)
+    if not runs:
+        why = f"no learned decoder ({lv.words()})"
+        return Outcome(
+            Verdict(INCONCLUSIVE, rule.describe(), f"premise fails: {why}"), why, None, {}
+        )
+    per = a7_per_model(
+        tables,
+        runs,
+        k=k,
+        early_share=float(change.get("early_share", section.early_share)),
+        margin=section.learned_margin,
+        frozen_sources=[int(s) for s in section.raw["frozen_sources"]],
+        after_warmup=float(change.get("after_warmup", 0.0)),
+        warmup_steps=int(section.a7["warmup_steps"]),
+        null_source=change.get("null_source"),
+    )
+    n, hits = len(per), int(per["strongest_early"].sum())
+    cp = proportion_ci(hits, n, section.ci_level)
+    v_early = rule.decide(cp.fraction, cp.low, cp.high)
+    gains = per["end_log_r_gain"].dropna().to_numpy()
+    if gains.size >= 2:
+        iv = mean_ci(gains, section.ci_level, "model")
+        v_null = null_rule.decide(iv.value, iv.low, iv.high)
+        null_words = (
+            f"end log R_energy, T frozen early in learning minus T frozen before learning "
+            f"{iv.value:.3g} [{iv.low:.3g}, {iv.high:.3g}] over {gains.size} models (t)"
+        )
+    else:
+        why = f"{gains.size} models have both a pre-learning and an early learned source step"
+        v_null = Verdict(INCONCLUSIVE, null_rule.describe(), f"undefined: {why}")
+        null_words = why
+    early_words = (
+        f"{hits} of {n} learned decoders peak in the first {section.early_share:.0%} of "
+        f"training above their final value, share {cp.fraction:.3g} [{cp.low:.3g}, "
+        f"{cp.high:.3g}] (Clopper-Pearson)"
+    )
+    status, what = deciding_check([(v_early, early_words), (v_null, null_words)])
+    warm = int(section.a7["warmup_steps"])
+    first_after = int((per["peak_step"] == _first_after(tables, warm)).sum())
+    detail = (
+        f"strongest early: {v_early.reason}; beyond the null: {v_null.reason}. Peaks: "
+        + ", ".join(f"{m} step {s}" for m, s in per[["model", "peak_step"]].to_numpy())
+        + f"; {first_after} of {n} at the first checkpoint after the {warm}-step warm-up. "
+        f"{lv.words()}."
+    )
+    verdict = Verdict(status, f"{rule.describe()} And: {null_rule.describe()}", what)
+    return Outcome(verdict, f"{early_words}; {null_words}", per, {}, detail)
+
+
+def _first_after(tables: Tables, warmup: int) -> int:
+    steps = sorted(int(s) for s in tables.r_energy["step"].unique() if s > warmup)
+    return steps[0] if steps else -1
+
+
+def with_alternatives(outcome: Outcome, decide, section_alts: Mapping[str, Mapping]) -> Outcome:
+    """``outcome`` with each declared alternative's status (``decide(change)``)."""
+    alts = {name: decide(change).verdict.status for name, change in section_alts.items()}
+    return Outcome(outcome.verdict, outcome.key_number, outcome.per_model, alts, outcome.detail)
+
+
+# ---------------------------------------------------------------------------------------------
+# Earlier rules (v1, v2): from the stage's summary, as the chapter decided them before
+# ---------------------------------------------------------------------------------------------
+
+
+def earlier_statuses(summary: Mapping[str, Any], raw: Mapping[str, Any]) -> dict[str, tuple]:
+    """``{claim: (v1 status, v2 status)}`` from the stage's summary, by the v1 and v2 rules."""
+    a4 = summary["a4"]
+    v1_a4 = rule_from_params(raw["a4_rule"]).decide(a4["value"], a4["low"], a4["high"]).status
+    c4 = summary["a4_v2"]["primary"]
+    r4 = rule_from_params(raw["a4_rule_v2"])
+    v2_a4 = given_premise(
+        r4, c4["premise"], "no effect", lambda: r4.decide(c4["successes"], c4["n_units"])
+    ).status
+    a6 = summary.get("a6") or {}
+    r6 = rule_from_params(raw["a6_rule"])
+    v_a6 = (
+        r6.decide(a6["value"], a6["low"], a6["high"]).status
+        if a6 and all(math.isfinite(a6[x]) for x in ("value", "low", "high"))
+        else INCONCLUSIVE
+    )
+    v2_a6 = v_a6 if c4["premise"] else INCONCLUSIVE
+    r7 = rule_from_params(raw["a7_rule"])
+    v1_a7 = r7.decide(summary["a7"]["successes"], summary["a7"]["n_units"]).status
+    c7 = summary["a7_v2"]["primary"]
+    r7b = rule_from_params(raw["a7_rule_v2"])
+    v2_a7 = r7b.decide(c7["successes"], c7["n_units"]).status if c7["n_units"] else INCONCLUSIVE
+    return {"A4": (v1_a4, v2_a4), "A6": (v_a6, v2_a6), "A7": (v1_a7, v2_a7)}
+
+
+# ---------------------------------------------------------------------------------------------
+# The rows
+# ---------------------------------------------------------------------------------------------
+
+
+def outcomes(tables: Tables, section: Section) -> dict[str, Outcome]:
+    """Each claim's v3 outcome with its declared alternatives."""
+    return {
+        "A4": with_alternatives(
+            a4_v3(tables, section),
+            lambda c: a4_v3(tables, section, c),
+            section.a4["alternatives"],
+        ),
+        "A6": with_alternatives(
+            a6_v3(tables, section),
+            lambda c: a6_v3(tables, section, c),
+            section.a6["alternatives"],
+        ),
+        "A7": with_alternatives(
+            a7_v3(tables, section),
+            lambda c: a7_v3(tables, section, c),
+            section.a7["alternatives"],
+        ),
+    }
+
+
+ANCHORS = {"A4": "verdict-a4", "A6": "verdict-a6", "A7": "verdict-a7"}
+UNITS = {
+    "A4": "trained model (learned decoders; each model's share of its learned early units)",
+    "A6": "trained model (learned decoders and encoders, at matched learning progress)",
+    "A7": "trained model (learned decoders)",
+}
+
+
+def verdicts(tables: Tables, section: Section) -> list[Claim]:
+    """The chapter's rows for our trained models: A4, A6, A7 by the v3 rules, each with its v1
+    and v2 verdicts, decided after seeing data."""
+    out = outcomes(tables, section)
+    before = earlier_statuses(tables.summary, section.raw)
+    scale = scale_of_runs(tables.summary["runs"])
+    revisions = {"A4": section.a4, "A6": section.a6, "A7": section.a7}
+    rows = []
+    for cid, o in out.items():
+        n = 0 if o.per_model is None else len(o.per_model)
+        rows.append(
+            Claim(
+                cid,
+                o.verdict.status,
+                o.key_number,
+                CHAPTER,
+                o.detail or o.verdict.reason,
+                anchor=ANCHORS[cid],
+                rule=o.verdict.rule,
+                unit=f"{UNITS[cid]} (n = {n})",
+                robust=robustness(o.verdict.status, o.alternatives) if o.alternatives else "",
+                rule_v1=before[cid][0],
+                rule_v2=before[cid][1],
+                revision=" ".join(str(revisions[cid]["revision"]).split()),
+                post_hoc=" ".join(str(section.raw.get("after_data", {}).get(cid, "")).split()),
+                scale=scale,
+                decided=AFTER_DATA,
+            )
+        )
+    return rows
+
+
+def released_row(table: pd.DataFrame, section: Section, name: str, scale: str) -> Claim:
+    """The released model's A4 row, a description: one final checkpoint cannot speak to
+    "largest early in training", only to whether R_energy is above 1 (and above ``r_bar``) on
+    its block layer × domain units. Its status is that of "R >> 1": the share of units whose
+    lower bound is above ``no_effect``, Clopper–Pearson, against one half."""
+    p, k = section.a4, section.key_rank
+    count = a4_released_count(
+        table, k=k, threshold=float(p["r_bar"]), no_effect=float(p["no_effect"])
+    )
+    units = count["n_units"] + count["n_below_ceiling"]
+    blocks = _blocks(table, k)
+    effect = int((blocks["ci_low"] > float(p["no_effect"])).sum())
+    cp = proportion_ci(effect, len(blocks), section.ci_level) if len(blocks) else None
+    rule = rule_from_params(
+        {
+            "rule": "threshold",
+            "threshold": 0.5,
+            "direction": "above",
+            "reason": "a final checkpoint speaks to R >> 1 only: more than half its units",
+        }
+    )
+    v = rule.decide(cp.fraction, cp.low, cp.high) if cp else None
+    key = (
+        f"R_energy's lower bound above {float(p['no_effect']):g} in {effect} of {len(blocks)} "
+        f"block layer x domain units of {name} (k={k}), share {cp.fraction:.3g} [{cp.low:.3g}, "
+        f"{cp.high:.3g}]; above {float(p['r_bar']):g} in {count['successes']} of {units}"
+        if cp
+        else f"rank {k} not measured on {name}"
+    )
+    return Claim(
+        "A4",
+        v.status if v else NOT_RUN,
+        key,
+        CHAPTER,
+        "A final released checkpoint describes; it cannot test 'largest early in training'. "
+        f"Per domain (hits above {float(p['r_bar']):g}, units): {count['per_run']}.",
+        anchor="verdict-a4-released",
+        rule=v.rule if v else "",
+        evidence=DESCRIPTION,
+        unit=f"block layer x corpus domain of one model (n = {len(blocks)})",
+        scale=scale,
+        decided=AFTER_DATA,
+    )
