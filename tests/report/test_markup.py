@@ -11,8 +11,8 @@ from markdown_it import MarkdownIt
 
 from geolib.report.book import abstract_markdown
 from geolib.report.claims import Claim, claims_markdown, write_claims
-from geolib.report.trends import TrendRow
 from geolib.report.markup import checked_name, plain
+from geolib.report.trends import TrendRow
 
 HOSTILE = [
     "<img src=x onerror=alert(document.domain)>",

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from geolib.report.rules import combine_statuses
 from geolib.report.outputs import section_of
+from geolib.report.rules import combine_statuses
 from geolib.report.sweep_chapters import (
     Checks,
     SweepTables,
