@@ -60,7 +60,17 @@ experiments/         imports config, files, stage, data, models, measure, theory
     saturation           measuring the saturation runs; degradation and rank (B6)
     measure_model        the geometry of any model, one command (``geolib measure``)
 report/              imports config, files, measure; knows no models
-    claims           verdict rules and the claims table
+    rules            verdict rules: kinds, premise, seeds, robustness, learned models
+    trends           a claim's key number against model size (the ladder's trend rule)
+    claims           the claims table: evidence rows, written by chapters, rendered in the book
+    chapters/        one module per empirical chapter: its section, its tables, its verdicts
+        gradient_energy      A4, A6, A7 (rules v3) and the released model's description
+        residual_isotropy    A5 (rules v3)
+        frequency_collapse   A1 on trained models (rules v3)
+        geometry_performance B1, B2, B7 (rules v3)
+        training_knobs       B3, B4, B5 (rules v3)
+        forgetting_quantization B8 (rules v3)
+        saturation           B6 (rules v3)
     compute          the compute behind each chapter and the build, from the run log
     plotting         the figure style; byte-reproducible saving; ``show``, ``show_table``
     provenance       where a figure came from: stage, parameters, commit, inputs; the check

@@ -24,7 +24,13 @@ import pandas as pd
 
 from geolib.measure import validate as check
 from geolib.measure.energy_counts import REFIT, a4_released_count
-from geolib.measure.stats import mean_ci, proportion_ci, share_over_models, t_quantile
+from geolib.measure.stats import (
+    count_excluding,
+    mean_ci,
+    proportion_ci,
+    share_over_models,
+    t_quantile,
+)
 from geolib.report.claims import AFTER_DATA, DESCRIPTION, Claim, scale_of_runs
 from geolib.report.rules import (
     INCONCLUSIVE,
@@ -556,10 +562,18 @@ UNITS = {
 }
 
 
+def excluding_words(table: pd.DataFrame, name: str = "r_energy.csv") -> str:
+    """How many rows' bootstrap intervals exclude their estimate (kept as drawn, never
+    widened), e.g. ``"0 of 14,400 rows of r_energy.csv"``."""
+    x, n = count_excluding(table["r_energy"], table["ci_low"], table["ci_high"])
+    return f"bootstrap intervals excluding their estimate: {x:,} of {n:,} rows of {name}"
+
+
 def verdicts(tables: Tables, section: Section) -> list[Claim]:
     """The chapter's rows for our trained models: A4, A6, A7 by the v3 rules, each with its v1
     and v2 verdicts, decided after seeing data."""
     out = outcomes(tables, section)
+    excluded = excluding_words(tables.r_energy)
     before = earlier_statuses(tables.summary, section.raw)
     scale = scale_of_runs(tables.summary["runs"])
     revisions = {"A4": section.a4, "A6": section.a6, "A7": section.a7}
@@ -572,7 +586,7 @@ def verdicts(tables: Tables, section: Section) -> list[Claim]:
                 o.verdict.status,
                 o.key_number,
                 CHAPTER,
-                o.detail or o.verdict.reason,
+                f"{o.detail or o.verdict.reason} The table's {excluded}.",
                 anchor=ANCHORS[cid],
                 rule=o.verdict.rule,
                 unit=f"{UNITS[cid]} (n = {n})",

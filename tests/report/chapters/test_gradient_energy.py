@@ -173,6 +173,9 @@ def test_a6_branches():
     models["enc-s1"]["learns"] = False  # one learned encoder: no interval over encoders
     one = ge.a6_v3(tables(models), section())
     assert one.verdict.status == INCONCLUSIVE and "premise fails" in one.verdict.reason
+    none = ge.a6_v3(tables(a6_models([40, 50, 30], [], n_enc=0)), section())  # no encoder run
+    assert none.verdict.status == INCONCLUSIVE and "0 learned encoders" in none.verdict.reason
+    assert ge.a6_per_step(tables(a6_models([40, 50], [], n_enc=0)), ["runs/dec-s0"], k=4).empty
 
 
 def test_a6_matched_progress_picks_each_models_step():
