@@ -1,9 +1,7 @@
-"""geolib.report.claims: every branch of every rule on made-up numbers (boundaries included), the
-combination of evidence rows, and the table."""
+"""geolib.report.claims: the evidence rows, their files, the scale, and the table."""
 
 import json
 
-import numpy as np
 import pytest
 
 from geolib.report.claims import (
@@ -15,245 +13,7 @@ from geolib.report.claims import (
     scale_text,
     write_claims,
 )
-from geolib.report.rules import (
-    CLAIMS,
-    NOT_RUN,
-    Beyond,
-    Fraction,
-    Identity,
-    Threshold,
-    WithinTolerance,
-    combine_statuses,
-    rule_from_params,
-)
-
-WHY = "the paper's law"
-
-# ------------------------------------------------------------------------------------------
-# within_tolerance
-# ------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("est", "low", "high", "status"),
-    [
-        (2.0, 1.95, 2.05, "reproduced"),
-        (2.0, 1.9, 2.1, "reproduced"),  # boundary: interval exactly the band
-        (1.8, 1.7, 1.85, "not reproduced"),  # entirely below
-        (2.3, 2.15, 2.4, "not reproduced"),  # entirely above
-        (1.9, 1.85, 1.95, "inconclusive"),  # straddles the lower edge
-        (2.0, 1.5, 2.5, "inconclusive"),  # wider than the band
-        (2.15, 2.1, 2.2, "inconclusive"),  # touches the upper edge: not entirely outside
-    ],
-)
-def test_within_tolerance_branches(est, low, high, status):
-    v = WithinTolerance(2.0, 0.1, WHY).decide(est, low, high)
-    assert v.status == status
-    assert "2 ± 0.1" in v.rule and WHY in v.rule
-
-
-@pytest.mark.parametrize(
-    ("est", "low", "high", "status"),
-    [
-        (0.5, 0.3, 0.7, "reproduced"),  # entirely above the band
-        (-0.5, -0.7, -0.2, "reproduced"),  # entirely below: either sign counts
-        (0.0, -0.05, 0.1, "not reproduced"),  # inside
-        (0.0, -0.1, 0.1, "not reproduced"),  # exactly the band
-        (0.1, 0.0, 0.3, "inconclusive"),  # straddles the upper edge
-        (0.0, -0.5, 0.5, "inconclusive"),  # wider than the band
-    ],
-)
-def test_beyond_branches(est, low, high, status):
-    v = Beyond(0.0, 0.1, WHY).decide(est, low, high)
-    assert v.status == status and "either side" in v.rule and WHY in v.rule
-
-
-def test_beyond_bad_input():
-    with pytest.raises(ValueError, match="tol must be > 0"):
-        Beyond(0.0, 0.0, WHY)
-    with pytest.raises(ValueError, match="low <= estimate <= high"):
-        Beyond(0.0, 0.1, WHY).decide(0.5, 0.6, 0.7)
-    assert isinstance(
-        rule_from_params({"rule": "beyond", "target": 0, "tol": 1, "reason": WHY}), Beyond
-    )
-
-
-def test_within_tolerance_bad_input():
-    rule = WithinTolerance(-1.0, 0.05, WHY)
-    with pytest.raises(ValueError, match="low <= estimate <= high"):
-        rule.decide(-1.0, -0.9, -1.1)
-    with pytest.raises(ValueError, match="finite"):
-        rule.decide(float("nan"), -1.1, -0.9)
-    with pytest.raises(ValueError, match="tol"):
-        WithinTolerance(1.0, 0.0, WHY)
-    with pytest.raises(ValueError, match="reason"):
-        WithinTolerance(1.0, 0.1, "  ")
-
-
-# ------------------------------------------------------------------------------------------
-# threshold
-# ------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("est", "low", "high", "status"),
-    [
-        (20.0, 12.0, 30.0, "reproduced"),
-        (10.5, 10.0, 11.0, "inconclusive"),  # boundary: near bound on the threshold
-        (9.0, 5.0, 12.0, "inconclusive"),
-        (3.0, 2.0, 4.0, "partly"),  # short of 10 but excludes the null 1
-        (1.0, 0.8, 1.3, "not reproduced"),  # short of 10 and contains the null
-        (9.0, 8.0, 9.99, "partly"),
-    ],
-)
-def test_threshold_above_branches(est, low, high, status):
-    assert Threshold(10.0, WHY, no_effect=1.0).decide(est, low, high).status == status
-
-
-def test_threshold_without_null_and_below():
-    assert Threshold(10.0, WHY).decide(3.0, 2.0, 4.0).status == "not reproduced"
-    below = Threshold(0.3, WHY, direction="below", no_effect=1.0)
-    assert below.decide(0.1, 0.05, 0.2).status == "reproduced"
-    assert below.decide(0.5, 0.4, 0.6).status == "partly"  # short of 0.3, excludes 1
-    assert below.decide(0.9, 0.6, 1.2).status == "not reproduced"
-    assert below.decide(0.3, 0.2, 0.4).status == "inconclusive"
-    assert "< 0.3" in below.describe()
-
-
-def test_threshold_bad_input():
-    with pytest.raises(ValueError, match="direction"):
-        Threshold(1.0, WHY, direction="sideways")
-    with pytest.raises(ValueError, match="no-effect side"):
-        Threshold(10.0, WHY, no_effect=20.0)
-
-
-# ------------------------------------------------------------------------------------------
-# fraction and identity
-# ------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("k", "n", "status"),
-    [
-        (3, 3, "reproduced"),
-        (8, 10, "reproduced"),  # boundary: exactly 80%
-        (7, 10, "not reproduced"),
-        (2, 2, "inconclusive"),  # fewer units than min_units
-        (0, 3, "not reproduced"),
-    ],
-)
-def test_fraction_branches(k, n, status):
-    assert Fraction(0.8, 3, WHY).decide(k, n).status == status
-
-
-def test_fraction_bad_input():
-    with pytest.raises(ValueError, match="exceed"):
-        Fraction(0.8, 3, WHY).decide(4, 3)
-    with pytest.raises(ValueError, match="min_fraction"):
-        Fraction(0.0, 3, WHY)
-    with pytest.raises(ValueError, match="min_units"):
-        Fraction(0.5, 0, WHY)
-
-
-@pytest.mark.parametrize(
-    ("dev", "status"), [(0.0, "reproduced"), (1e-10, "reproduced"), (2e-10, "not reproduced")]
-)
-def test_identity_branches(dev, status):
-    assert Identity(1e-10, WHY).decide(dev).status == status
-
-
-def test_identity_bad_input():
-    with pytest.raises(ValueError):
-        Identity(1e-10, WHY).decide(-1.0)
-    with pytest.raises(ValueError):
-        Identity(1e-10, WHY).decide(float("inf"))
-
-
-# ------------------------------------------------------------------------------------------
-# rules from params.yaml
-# ------------------------------------------------------------------------------------------
-
-
-def test_rule_from_params_builds_each_kind():
-    r = rule_from_params({"rule": "within_tolerance", "target": 2, "tol": 0.1, "reason": WHY})
-    assert r == WithinTolerance(2.0, 0.1, WHY)
-    assert isinstance(rule_from_params({"rule": "identity", "tol": 1e-12, "reason": WHY}), Identity)
-    t = rule_from_params({"rule": "threshold", "threshold": 10, "no_effect": 1, "reason": WHY})
-    assert t.direction == "above" and t.no_effect == 1.0
-    f = rule_from_params({"rule": "fraction", "min_fraction": 0.8, "min_units": 3, "reason": WHY})
-    assert f.min_units == 3
-
-
-@pytest.mark.parametrize(
-    ("spec", "match"),
-    [
-        ({"rule": "vibes"}, "unknown rule"),
-        ({"target": 2}, "unknown rule"),
-        ({"rule": "within_tolerance", "target": 2, "reason": WHY}, "missing field.*tol"),
-        ({"rule": "identity", "tol": 1e-9, "reason": WHY, "tolerance": 1}, "unknown field"),
-        ({"rule": "identity", "tol": 1e-9}, "missing field.*reason"),
-        ([1, 2], "mapping"),
-    ],
-)
-def test_rule_from_params_errors(spec, match):
-    with pytest.raises(ValueError, match=match):
-        rule_from_params(spec)
-
-
-def test_every_rule_in_params_yaml_builds():
-    """Each chapter's verdict rules in params.yaml are valid and carry a reason."""
-    from pathlib import Path
-
-    import yaml
-
-    params = yaml.safe_load((Path(__file__).resolve().parents[2] / "params.yaml").read_text())
-    found = []
-
-    def walk(node):
-        if isinstance(node, dict):
-            if "rule" in node:
-                found.append(rule_from_params(node))
-            else:
-                for v in node.values():
-                    walk(v)
-
-    walk(params)
-    assert found, "no verdict rule in params.yaml"
-    assert all(r.reason for r in found)
-
-
-# ------------------------------------------------------------------------------------------
-# combining evidence
-# ------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("rows", "combined"),
-    [
-        ([], "not yet run"),
-        (["not yet run"], "not yet run"),
-        (["reproduced"], "reproduced"),
-        (["reproduced", "reproduced", "not yet run"], "reproduced"),
-        (["reproduced", "not reproduced"], "partly"),
-        (["reproduced", "inconclusive"], "partly"),
-        (["partly", "not reproduced"], "partly"),
-        (["inconclusive", "inconclusive"], "inconclusive"),
-        (["inconclusive", "not reproduced"], "not reproduced"),
-        (["not reproduced", "not reproduced"], "not reproduced"),
-    ],
-)
-def test_combine_statuses(rows, combined):
-    assert combine_statuses(rows) == combined
-
-
-def test_combine_statuses_rejects_unknown():
-    with pytest.raises(ValueError, match="status"):
-        combine_statuses(["reproduced", "maybe"])
-
-
-# ------------------------------------------------------------------------------------------
-# the table
-# ------------------------------------------------------------------------------------------
+from geolib.report.rules import CLAIMS, NOT_RUN
 
 
 def test_every_claim_has_one_row_even_without_evidence(tmp_path):
@@ -401,19 +161,6 @@ def test_bad_claims(tmp_path):
         read_claims([tmp_path / "e.json"])
 
 
-def test_decide_if_defined():
-    from geolib.report.rules import decide_if_defined
-
-    rule = rule_from_params(
-        {"rule": "threshold", "threshold": 0.5, "no_effect": 0.0, "reason": "r"}
-    )
-    assert decide_if_defined(rule, 0.8, 0.6, 0.9, "x").status == "reproduced"
-    assert decide_if_defined(rule, 0.3, 0.1, 0.4, "x").status == "partly"
-    v = decide_if_defined(rule, float("nan"), float("nan"), float("nan"), "nothing to explain")
-    assert v.status == "inconclusive" and v.reason == "undefined: nothing to explain"
-    assert decide_if_defined(rule, 0.8, None, 0.9, "x").status == "inconclusive"
-
-
 def test_claim_rows_are_validated_when_written_and_escaped_when_rendered(tmp_path):
     from geolib.report.claims import Claim, claims_markdown, read_claims, write_claims
 
@@ -433,79 +180,6 @@ def test_claim_rows_are_validated_when_written_and_escaped_when_rendered(tmp_pat
     broken.write_text("[{")
     with pytest.raises(ValueError, match=rf"{broken}: cannot read the claim rows"):
         read_claims([broken])
-
-
-# ------------------------------------------------------------------------------------------
-# premise, seeds, robustness, math checks and the rule's history
-# ------------------------------------------------------------------------------------------
-
-
-def test_a_failed_premise_is_inconclusive_whatever_the_numbers_say():
-    from geolib.report.rules import given_premise
-
-    rule = Threshold(10.0, WHY)
-    decide = lambda: rule.decide(50.0, 40.0, 60.0)  # noqa: E731
-    assert given_premise(rule, True, "x", decide).status == "reproduced"
-    v = given_premise(rule, False, "no run degrades (best = final in 8 of 8)", decide)
-    assert v.status == "inconclusive" and v.reason.startswith("premise fails: no run degrades")
-    with pytest.raises(ValueError, match="True or False"):
-        given_premise(rule, "yes", "x", decide)
-    with pytest.raises(ValueError, match="reason"):
-        given_premise(rule, False, " ", decide)
-
-
-def test_seed_statuses_decide_each_seed_group():
-    from geolib.report.rules import seed_statuses, seeds_agreeing
-
-    summary = {"x": 5, "by_seed": {"0": {"x": 5}, "1": {"x": 20}, "2": {"x": 7}}}
-    decide = lambda s: "reproduced" if s["x"] < 10 else "not reproduced"  # noqa: E731
-    statuses = seed_statuses(summary, decide)
-    assert statuses == {"0": "reproduced", "1": "not reproduced", "2": "reproduced"}
-    assert seeds_agreeing(statuses.values(), decide(summary)) == "2 of 3"
-    assert seed_statuses({"x": 50}, decide) == {"all": "not reproduced"}  # one seed
-
-
-def test_over_seeds_is_students_t_over_the_seed_values():
-    from scipy import stats as st
-
-    from geolib.report.rules import over_seeds
-
-    x = [0.5, 0.6, 0.7]
-    half = st.t.ppf(0.975, 2) * np.std(x, ddof=1) / np.sqrt(3)
-    assert over_seeds({"0": 0.5, "1": 0.6, "2": 0.7}) == (
-        f"0.6 [{0.6 - half:.3g}, {0.6 + half:.3g}] over 3 seeds (t)"
-    )
-    assert over_seeds({"all": 2.5}) == "2.5 (one seed)"
-    nan = float("nan")
-    assert over_seeds({"0": nan, "1": 1.0}) == "1 (one seed; undefined for seed 0)"
-    assert over_seeds({"0": 0.5, "1": nan, "2": 0.7}).endswith(
-        "over 2 seeds (t; undefined for seed 1)"
-    )
-    assert over_seeds({"0": nan}) == "undefined for every seed"
-    for bad in ({}, {"0": float("inf"), "1": 1.0}):
-        with pytest.raises(ValueError, match="over_seeds"):
-            over_seeds(bad)
-
-
-def test_seeds_agreeing_and_robustness():
-    from geolib.report.rules import robustness, seeds_agreeing
-
-    assert seeds_agreeing(["reproduced", "reproduced", "not reproduced"], "reproduced") == "2 of 3"
-    with pytest.raises(ValueError, match="no per-seed"):
-        seeds_agreeing([], "reproduced")
-    with pytest.raises(ValueError, match="status must be"):
-        seeds_agreeing(["fine"], "reproduced")
-    assert robustness("reproduced", {"k = 2": "reproduced", "σ²": "reproduced"}) == "yes"
-    assert (
-        robustness("reproduced", {"k = 2": "reproduced", "σ²": "partly", "ζ = 0": "inconclusive"})
-        == "fragile: σ² → partly; ζ = 0 → inconclusive"
-    )
-    with pytest.raises(ValueError, match="no alternatives"):
-        robustness("reproduced", {})
-    assert robustness("partly", {"k = 2": "partly", "k = 8": "not yet run"}) == (
-        "yes (not run here: k = 8)"
-    )
-    assert robustness("partly", {"k = 8": "not yet run"}) == "untested (not run here: k = 8)"
 
 
 def test_math_checks_are_kept_out_of_the_empirical_status_and_history_is_shown(tmp_path):
@@ -548,131 +222,39 @@ def test_math_checks_are_kept_out_of_the_empirical_status_and_history_is_shown(t
         Claim("A2", "reproduced", "", "x", evidence="math check", robust="yes")
 
 
-def test_rule_with_changes_only_the_rules_own_fields():
-    from geolib.report.rules import rule_with
+def test_history_shows_v1_and_v2_beside_v3_and_how_it_was_decided(tmp_path):
+    from geolib.report.claims import AFTER_DATA, PROSPECTIVE, history
 
-    spec = {"rule": "fraction", "min_fraction": 0.5, "min_units": 4, "reason": WHY}
-    assert rule_with(spec, {"min_fraction": 0.34, "k": 2}) == Fraction(0.34, 4, WHY)
-    assert rule_with(spec, {}) == Fraction(0.5, 4, WHY)
-    with pytest.raises(ValueError, match="unknown rule"):
-        rule_with({"rule": "vibes"}, {})
-
-
-def test_deciding_check_is_the_one_that_failed():
-    from geolib.report.rules import Verdict, deciding_check
-
-    ok, no, unsure = (
-        Verdict(s, "r", "x") for s in ("reproduced", "not reproduced", "inconclusive")
+    row = Claim(
+        "A4",
+        "inconclusive",
+        "share 0.5 [0.4, 0.6]",
+        "gradient_energy",
+        rule_v1="partly",
+        rule_v2="reproduced",
+        revision="the model is the unit",
+        scale="6 models",
+        decided=AFTER_DATA,
     )
-    assert deciding_check([(ok, "a"), (ok, "b")]) == ("reproduced", "a")
-    assert deciding_check([(ok, "a"), (no, "b"), (unsure, "c")]) == ("partly", "b")
-    assert deciding_check([(unsure, "a"), (no, "b")]) == ("not reproduced", "b")
-    assert deciding_check([(ok, "a"), (unsure, "b"), (no, "c")]) == ("partly", "c")
-    assert deciding_check([(unsure, "a"), (unsure, "b")]) == ("inconclusive", "a")
-    with pytest.raises(ValueError, match="no checks"):
-        deciding_check([])
+    assert history(row) == (
+        "v1 partly → v2 reproduced → v3 inconclusive: the model is the unit "
+        "(decided after seeing data)"
+    )
+    fresh = Claim("B1", "reproduced", chapter="x", scale="s", decided=PROSPECTIVE)
+    assert "prospective" in history(fresh) and "v1" not in history(fresh)
+    md = claims_markdown(read_claims([write_claims(tmp_path / "c.json", [row, fresh])]))
+    assert "v1 partly → v2 reproduced → v3 inconclusive" in md
+    with pytest.raises(ValueError, match="v1 verdict before"):
+        Claim("A4", "partly", chapter="x", rule_v2="partly", revision="r")
+    with pytest.raises(ValueError, match="decided"):
+        Claim("A4", "partly", chapter="x", decided="maybe")
 
 
-def test_trend_with_size_reads_the_slope_per_decade_and_its_t_interval():
-    from scipy import stats as st
-
-    from geolib.report.trends import GROWS, NO_TREND, SHRINKS, trend_with_size
-
-    rng = np.random.default_rng(0)
-    params = np.repeat([1e5, 1e6, 1e7, 1e8], 3)  # 4 sizes x 3 seeds, 1000x span
-    up = 2.0 + 0.5 * np.log10(params) + 0.05 * rng.standard_normal(params.size)
-    t = trend_with_size(params, up)
-    fit = st.linregress(np.log10(params), up)
-    half = st.t.ppf(0.975, params.size - 2) * fit.stderr
-    assert t.words == GROWS and t.slope == pytest.approx(fit.slope)
-    assert (t.low, t.high) == pytest.approx((fit.slope - half, fit.slope + half))
-    assert t.low <= t.slope <= t.high and t.n_models == 12 and t.n_sizes == 4
-    assert trend_with_size(params, -up).words == SHRINKS
-    flat = 1.0 + np.tile([0.05, -0.05, 0.0], 4)  # seed scatter, equal means: slope exactly 0
-    t0 = trend_with_size(params, flat)
-    assert t0.words == NO_TREND and t0.low < 0 < t0.high and t0.slope == pytest.approx(0.0)
-
-
-@pytest.mark.parametrize(
-    "params, why",
-    [
-        ([1e5, 1e6, 1e7], "3 sizes"),  # too few sizes
-        ([1e5, 2e5, 4e5, 8e5], "spanning 8x"),  # too short a ladder
-    ],
-)
-def test_trend_with_size_needs_a_long_enough_ladder(params, why):
-    from geolib.report.trends import NO_TREND, trend_with_size
-
-    values = np.log10(params) * 10.0  # a perfect trend: the ladder, not the data, says no
-    t = trend_with_size(params, values)
-    assert t.words == NO_TREND and why in t.reason and np.isnan(t.slope)
-
-
-def test_trend_with_size_refuses_bad_input():
-    from geolib.report.trends import trend_with_size
-
-    with pytest.raises(ValueError, match="positive"):
-        trend_with_size([0.0, 1e6, 1e7, 1e8], [1.0, 2.0, 3.0, 4.0])
-    with pytest.raises(ValueError, match="finite"):
-        trend_with_size([1e5, 1e6, 1e7, 1e8], [1.0, np.nan, 3.0, 4.0])
-    with pytest.raises(ValueError, match="one length"):
-        trend_with_size([1e5, 1e6, 1e7, 1e8], [1.0, 2.0])
-
-
-def test_trend_rows_round_trip_and_fill_the_trend_column(tmp_path):
-    from geolib.report.trends import GROWS, NO_TREND, TrendRow, read_trends, write_trends
-
+def test_a_description_row_is_shown_but_never_combined(tmp_path):
     rows = [
-        TrendRow("A4", GROWS, "slope 0.2 [0.1, 0.3]", "scale-a4"),
-        TrendRow("A1", NO_TREND, "3 sizes", "scale-a1"),
+        Claim("A4", "not reproduced", "0 of 6", "ours", scale="6 models"),
+        Claim("A4", "reproduced", "R > 1", "ours", evidence="description", scale="released"),
     ]
-    path = write_trends(tmp_path / "t.json", rows)
-    assert path.read_bytes() == write_trends(tmp_path / "u.json", rows[::-1]).read_bytes()
-    trends = read_trends(path)
-    assert trends["A4"] == rows[0]
-    claims = write_claims(
-        tmp_path / "c.json", [Claim("A4", "partly", "x", "ge", anchor="v", scale="s")]
-    )
-    md = claims_markdown(read_claims([claims]), trends)
-    details = md.split("**Details of each evidence row**")[1]
-    a4 = details.split("- **A4**")[1].split("- **")[0]
-    assert "  - trend with size: {ref}`grows with size <scale-a4>` (slope 0.2 \\[0.1, 0.3\\])" in a4
-    assert "- **A1**\n  - trend with size: {ref}`no trend resolvable <scale-a1>`" in details
-    assert "- **B1**" not in details  # neither on the ladder nor tested
-    # every row of the table has as many cells as the header
-    table = [line for line in md.splitlines() if line.startswith("|")]
-    assert {line.count(" | ") for line in [table[0], *table[2:]]} == {3}
-    assert main([str(tmp_path / "o.md"), "--trends", str(path), str(claims)]) == 0
-    assert "grows with size" in (tmp_path / "o.md").read_text()
-
-
-def test_bad_trend_rows_are_refused(tmp_path):
-    from geolib.report.trends import GROWS, TrendRow, read_trends, write_trends
-
-    with pytest.raises(ValueError, match="unknown claim"):
-        TrendRow("C1", GROWS, "", "a")
-    with pytest.raises(ValueError, match="trend words"):
-        TrendRow("A1", "rises", "", "a")
-    with pytest.raises(ValueError, match="anchor"):
-        TrendRow("A1", GROWS, "", "")
-    with pytest.raises(ValueError, match="one trend row per claim"):
-        write_trends(tmp_path / "t.json", [TrendRow("A1", GROWS, "", "a")] * 2)
-    (tmp_path / "bad.json").write_text(json.dumps([{"claim_id": "A1", "words": "up"}]))
-    with pytest.raises(ValueError, match="bad.json"):
-        read_trends(tmp_path / "bad.json")
-
-
-def test_trend_with_size_of_a_constant_key_number_is_no_trend_with_a_defined_interval():
-    from geolib.report.trends import NO_TREND, trend_with_size
-
-    t = trend_with_size([1e4, 1e5, 1e6, 1e7, 1e7], [1.0] * 5)
-    assert (t.words, t.slope, t.low, t.high) == (NO_TREND, 0.0, 0.0, 0.0)
-    assert "1 on every one of the 5 models" in t.reason
-
-
-def test_trend_with_size_of_no_defined_model_is_no_trend():
-    from geolib.report.trends import NO_TREND, trend_with_size
-
-    t = trend_with_size([], [])
-    assert (t.words, t.n_models) == (NO_TREND, 0) and np.isnan(t.slope)
-    assert "no model" in t.reason
+    md = claims_markdown(read_claims([write_claims(tmp_path / "c.json", rows)]))
+    assert "**A4: not reproduced**" in md
+    assert "description, not a verdict (reproduced on what it can speak to)" in md
