@@ -265,6 +265,8 @@ def a7_per_model(
         g = blocks[blocks["run"] == run]
         final = int(g["step"].max())
         window = g[(g["step"] >= 1) & (g["step"] > after_warmup * warmup_steps)]
+        if window.empty:  # no checkpoint to search (a run shorter than the warm-up asked for)
+            continue
         curve = window.groupby("step")["r_energy"].median()
         peak = int(curve.idxmax())
         at_peak = g[g["step"] == peak].set_index("layer")
@@ -454,6 +456,10 @@ def a7_v3(tables: Tables, section: Section, change: Mapping[str, Any] | None = N
         warmup_steps=int(section.a7["warmup_steps"]),
         null_source=change.get("null_source"),
     )
+    if per.empty:
+        why = "no learned decoder has a checkpoint in the searched window"
+        v = Verdict(INCONCLUSIVE, rule.describe(), f"premise fails: {why}")
+        return Outcome(v, why, per, {})
     n, hits = len(per), int(per["strongest_early"].sum())
     cp = proportion_ci(hits, n, section.ci_level)
     v_early = rule.decide(cp.fraction, cp.low, cp.high)

@@ -301,3 +301,18 @@ def test_released_row_is_a_description_of_r_above_one():
     assert "above 10 in 0 of 6" in row.key_number
     few = t[t["layer"].isin(["embed", "block1", "block2"])]
     assert ge.released_row(few, section(), "S", "s").status == INCONCLUSIVE  # 2 of 2: [0.16, 1]
+
+
+def test_a7_with_no_checkpoint_past_the_warmup_is_inconclusive():
+    t = tables(decoders(imprinted))
+    out = ge.a7_v3(t, section(), {"after_warmup": 100})  # 100 x 50 steps: past every checkpoint
+    assert out.verdict.status == INCONCLUSIVE and "premise fails" in out.verdict.reason
+
+
+def test_no_learned_decoder_makes_every_claim_inconclusive():
+    t = tables(
+        {f"dec-s{i}": {"decoder": True, "r": const(30.0), "learns": False} for i in range(3)}
+    )
+    for decide in (ge.a4_v3, ge.a7_v3):
+        out = decide(t, section())
+        assert out.verdict.status == INCONCLUSIVE and "premise fails" in out.verdict.reason
