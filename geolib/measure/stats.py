@@ -1,16 +1,17 @@
 """Statistics shared by the chapters: every reported number carries its uncertainty.
 
 Each statistic lives here once. Intervals: one type, :class:`Interval`, and one function,
-:func:`interval` (Student-t on a mean of few units, BCa bootstrap otherwise; it always contains
+:func:`interval` (Student-t on a mean of few units, BCa bootstrap otherwise; it may exclude
 its estimate), with :func:`mean_ci` (the t interval) and :func:`percentile_interval` (for joint
 resampling schemes built from :func:`bootstrap_weights`) beneath it. A bootstrap interval may
 exclude its estimate (a biased statistic): it is kept as drawn, never widened, and
 :func:`count_excluding` counts such rows so that each chapter reports them. Shares get bounded
 intervals: :func:`proportion_ci` (Clopper–Pearson) for a count, :func:`share_over_models`
-(logit scale, Student-t over models) for a share measured on each of a few models. Also the Student-t quantile
-(:func:`t_quantile`), the log–log slope with its interval (:func:`fit_loglog`), the interval of
-a proportion (:func:`proportion_ci`, for coverage checks), Zipf's slope of a corpus with its
-document bootstrap (:func:`zipf_fit`, :func:`zipf_bootstrap`), and associations over models
+(logit scale, Student-t over models) for a share measured on each of a few models. Also the
+Student-t quantile (:func:`t_quantile`), the log–log slope with its interval
+(:func:`fit_loglog`), the interval of a proportion (:func:`proportion_ci`, for coverage
+checks), Zipf's slope of a corpus with its document bootstrap (:func:`zipf_fit`,
+:func:`zipf_bootstrap`), and associations over models
 (:func:`spearman`, :func:`r_squared`, :func:`partial_spearman`).
 """
 
@@ -214,9 +215,7 @@ def proportion_ci(successes: int, n: int, level: float = 0.95) -> Proportion:
     return Proportion(k, n, low, high, level)
 
 
-def share_over_models(
-    successes: Any, n: Any, level: float = 0.95, unit: str = "model"
-) -> Interval:
+def share_over_models(successes: Any, n: Any, level: float = 0.95, unit: str = "model") -> Interval:
     """A share measured on each of a few models (``successes[i]`` of ``n[i]`` units of model i),
     with its interval over models, bounded in (0, 1): the trained model is the unit.
 

@@ -520,14 +520,22 @@ class Learners:
     margin: float
 
     def words(self) -> str:
-        """E.g. ``"bert-s1 left out: 0.05 nats below the unigram entropy (margin 0.25)"``."""
+        """E.g. ``"left out, not learned (nats below the unigram entropy, margin 0.25):
+        bert-s1 (0.05)"``; a model whose loss no table records (NaN) is named apart."""
         if not self.left_out:
             return f"every model learned (at least {self.margin:g} nats below the unigram entropy)"
-        gone = ", ".join(f"{m} ({d:.3g})" for m, d in self.left_out.items())
-        return (
-            f"left out, not learned (nats below the unigram entropy, margin {self.margin:g}): "
-            f"{gone}"
-        )
+        short = {m: d for m, d in self.left_out.items() if not math.isnan(d)}
+        absent = [m for m, d in self.left_out.items() if math.isnan(d)]
+        parts = []
+        if short:
+            gone = ", ".join(f"{m} ({d:.3g})" for m, d in short.items())
+            parts.append(
+                f"left out, not learned (nats below the unigram entropy, margin "
+                f"{self.margin:g}): {gone}"
+            )
+        if absent:
+            parts.append(f"left out, no loss recorded: {', '.join(absent)}")
+        return "; ".join(parts)
 
 
 def learners(
@@ -548,3 +556,22 @@ def learners(
         below[m] = u - check.scalar(f"loss of {m}", loss)
     kept = tuple(m for m, d in below.items() if d >= margin)
     return Learners(kept, {m: d for m, d in below.items() if d < margin}, margin)
+
+
+def learners_of_runs(runs: Sequence[str], losses: Any, margin: float) -> Learners:
+    """:func:`learners` of ``runs`` from a loss table (columns ``run``, ``step``, ``eval_loss``,
+    ``unigram_entropy``; each run's last step is its final loss). A run the table does not hold
+    is left out too, with NaN (no loss recorded)."""
+    need = {"run", "step", "eval_loss", "unigram_entropy"}
+    if not need <= set(losses.columns):
+        raise ValueError(f"the loss table needs columns {sorted(need)}, has {list(losses)}")
+    mine = losses[losses["run"].isin(list(runs))]
+    last = mine.loc[mine.groupby("run", sort=False)["step"].idxmax()]
+    lv = learners(
+        dict(zip(last["run"], last["eval_loss"], strict=True)),
+        dict(zip(last["run"], last["unigram_entropy"], strict=True)),
+        margin,
+    )
+    absent = {r: math.nan for r in runs if r not in set(last["run"])}
+    kept = tuple(r for r in runs if r in lv.kept)
+    return Learners(kept, {**lv.left_out, **absent}, lv.margin)

@@ -1,23 +1,45 @@
 """What the three sweep chapters share (claims B1–B5, B7, B8): the tables of stage
-``geometry_performance_tables`` loaded once, the lookups the verdicts read, and the v1 checks
-kept per claim.
+``geometry_performance_tables`` loaded once, the lookups the verdicts read, the v1 checks kept
+per claim, and what the v3 rules share (which models learned, the premise that an outcome varies
+beyond its seed noise, intervals decided as drawn, the count of intervals that exclude their
+estimate).
 
 The chapters are ``geometry_performance`` (B1, B2, B7: geometry against performance),
 ``training_knobs`` (B3–B5: batch size, weight decay, learning rate) and
 ``forgetting_quantization`` (B8). Each reads the rules of the ``geometry_performance`` section
-(``verdict``: v1, fixed before the sweep ran; ``v2``: revised after, each with its reason).
+(``verdict``: v1, fixed before the sweep ran; ``v2``: revised after, each with its reason; the
+``b*_v3`` mappings and ``sweep_v3``: the v3 rules, written after v1 and v2 were seen).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
+from scipy import stats
 
-from geolib.report.rules import Verdict, combine_statuses, decide_if_defined, rule_from_params
+from geolib.measure import validate as check
+from geolib.measure.geometry import ID_LOSS
+from geolib.measure.stats import count_excluding, proportion_ci, within_groups
+from geolib.report.claims import Claim, history
+from geolib.report.rules import (
+    Learners,
+    Rule,
+    Verdict,
+    combine_statuses,
+    decide_if_defined,
+    deciding_check,
+    learners,
+    rule_from_params,
+)
+
+#: the sweep's factors, as :data:`geolib.models.grid.FACTORS` names them (a test keeps them
+#: equal; the report wing knows no models)
+FACTORS = ("size", "batch_size", "weight_decay", "lr", "final_lr_ratio", "seed")
 
 
 @dataclass(frozen=True)
@@ -143,11 +165,12 @@ class Checks:
         self.by_claim: dict[str, list[tuple[Verdict, str]]] = {}
 
     def decide(self, claim: str, key: str, estimate, low, high, what: str) -> Verdict:
-        """Apply rule ``key`` to ``estimate [low, high]`` and keep the result under ``claim``;
-        an undefined interval is *inconclusive* with the reason."""
-        why = f"{what}: its interval is undefined (too many resamples undefined)"
-        verdict = decide_if_defined(rule_from_params(self.rules[key]), estimate, low, high, why)
-        self.add(claim, verdict, interval_text(what, estimate, low, high))
+        """Apply rule ``key`` to ``estimate [low, high]`` and keep the result under ``claim``
+        (:func:`decide_interval`: an undefined interval is *inconclusive* with the reason)."""
+        verdict, text = decide_interval(
+            rule_from_params(self.rules[key]), estimate, low, high, what
+        )
+        self.add(claim, verdict, text)
         self.log(f"{claim} · {key} · {verdict}")
         return verdict
 
@@ -167,3 +190,393 @@ class Checks:
         rows = self.by_claim[claim]
         detail = "; ".join(f"{what} → {v.status}" for v, what in rows)
         return self.status(claim), rows[0][1], detail
+
+
+def decide_interval(
+    rule: Rule, estimate: Any, low: Any, high: Any, what: str
+) -> tuple[Verdict, str]:
+    """``rule`` decided on ``estimate [low, high]``, and the check in words.
+
+    An undefined interval (NaN) is *inconclusive* (:func:`decide_if_defined`). A bootstrap
+    interval that excludes its estimate is kept as drawn, never widened: the rule is decided on
+    the interval (the estimate moved to its nearest bound for the rule alone), and the words say
+    so, so that the exclusion is reported where the number is."""
+    text = interval_text(what, estimate, low, high)
+    values = [estimate, low, high]
+    if any(v is None for v in values) or not all(np.isfinite(float(v)) for v in values):
+        why = f"{what}: its interval is undefined (too many resamples undefined)"
+        return decide_if_defined(rule, estimate, low, high, why), text
+    e, lo, hi = (float(v) for v in values)
+    if lo <= e <= hi:
+        return rule.decide(e, lo, hi), text
+    note = "estimate outside its interval: decided on the interval"
+    v = rule.decide(min(max(e, lo), hi), lo, hi)
+    return Verdict(v.status, v.rule, f"{v.reason} ({note})"), f"{text} ({note})"
+
+
+#: how :func:`geolib.report.rules.given_premise` begins the reason of a premise that failed
+PREMISE = "premise fails:"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A claim's decision under one rule version: the verdict, the key number in words (the
+    check that decided) and every check in words."""
+
+    verdict: Verdict
+    key: str
+    checks: tuple[tuple[Verdict, str], ...] = ()
+
+    @property
+    def status(self) -> str:
+        return self.verdict.status
+
+    @property
+    def key_number(self) -> str:
+        """The key number, with the premise that failed when one decided the verdict."""
+        premise = self.verdict.reason.startswith(PREMISE)
+        return f"{self.key} ({self.verdict.reason})" if premise else self.key
+
+    def words(self) -> str:
+        """Every check with its status, then each premise that failed (once)."""
+        checks = "; ".join(f"{what} → {v.status}" for v, what in self.checks) or self.key
+        failed = dict.fromkeys(v.reason for v, _ in self.checks if v.reason.startswith(PREMISE))
+        return "; ".join([checks, *failed])
+
+
+def combined(checks: Sequence[tuple[Verdict, str]]) -> Decision:
+    """Several checks of one claim as one :class:`Decision` (:func:`deciding_check`: the key
+    number of a row that is partly or not reproduced is the check that failed)."""
+    status, key = deciding_check(checks)
+    deciding = next(v for v, what in checks if what == key)
+    return Decision(Verdict(status, deciding.rule, deciding.reason), key, tuple(checks))
+
+
+# ---------------------------------------------------------------------------------------------
+# What the v3 rules share
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SweepSection:
+    """What every sweep chapter reads of the ``geometry_performance`` section (and of the
+    top-level ``verdicts`` section): where the tables are, the bootstrap's settings, the v1
+    rules (``verdict``), the v2 mapping, and the v3 constants (``sweep_v3``)."""
+
+    models_table: Path
+    n_boot: int
+    level: float
+    seed: int
+    verdict: Mapping[str, Mapping[str, Any]]
+    v2: Mapping[str, Any]
+    unigram_counts: Path
+    min_learned_per_size: int
+    learned_margin: float
+
+    @staticmethod
+    def fields_from(
+        section: Mapping[str, Any],
+        verdicts: Mapping[str, Any] | None,
+        v1_rules: Sequence[str],
+        v2_keys: Sequence[str],
+    ) -> dict[str, Any]:
+        """The checked fields of :class:`SweepSection` (errors name the key that is wrong)."""
+        where = "geometry_performance"
+        if not isinstance(section, Mapping):
+            raise ValueError(f"{where}: expected a mapping, got {type(section).__name__}")
+        need = ["models_table", "n_boot", "ci_level", "verdict", "v2", "sweep_v3"]
+        missing = [k for k in need if k not in section]
+        if missing:
+            raise ValueError(f"{where}: missing key(s) {missing}")
+        if not isinstance(verdicts, Mapping) or "learned_margin" not in verdicts:
+            raise ValueError(
+                f"{where}: the v3 rules need the top-level `verdicts` section (learned_margin); "
+                f"got {verdicts!r}"
+            )
+        v1, v2, v3 = (mapping(f"{where}.{k}", section[k]) for k in ("verdict", "v2", "sweep_v3"))
+        for key in v1_rules:
+            rule_spec(f"{where}.verdict.{key}", v1.get(key))
+        missing = [k for k in v2_keys if k not in v2]
+        if missing:
+            raise ValueError(f"{where}.v2: missing key(s) {missing}")
+        check.scalar(
+            f"{where}.v2.premise_min_sd_ratio", v2["premise_min_sd_ratio"], low=0, strict=True
+        )
+        for k in ("unigram_counts", "min_learned_per_size"):
+            if k not in v3:
+                raise ValueError(f"{where}.sweep_v3: missing key {k!r}")
+        level = check.scalar(f"{where}.ci_level", section["ci_level"])
+        if not 0 < level < 1:
+            raise ValueError(f"{where}.ci_level must lie in (0, 1), got {level}")
+        return {
+            "models_table": Path(str(section["models_table"])),
+            "n_boot": check.integer(f"{where}.n_boot", section["n_boot"], low=100),
+            "level": level,
+            "seed": check.integer(f"{where}: common.seed", section.get("seed", 0), low=0),
+            "verdict": v1,
+            "v2": v2,
+            "unigram_counts": Path(str(v3["unigram_counts"])),
+            "min_learned_per_size": check.integer(
+                f"{where}.sweep_v3.min_learned_per_size", v3["min_learned_per_size"], low=2
+            ),
+            "learned_margin": check.scalar(
+                "verdicts.learned_margin", verdicts["learned_margin"], low=0
+            ),
+        }
+
+
+def mapping(where: str, value: Any) -> dict[str, Any]:
+    """``value`` as a dict, or an error naming ``where``."""
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{where} must be a mapping, got {value!r}")
+    return dict(value)
+
+
+def rule_spec(where: str, spec: Any) -> dict[str, Any]:
+    """A rule's mapping, checked by building it (:func:`rule_from_params`; errors name
+    ``where``)."""
+    try:
+        rule_from_params(mapping(where, spec))
+    except ValueError as err:
+        raise ValueError(f"{where}: {err}") from None
+    return dict(spec)
+
+
+def v3_spec(where: str, spec: Any, rules: Sequence[str] = ()) -> dict[str, Any]:
+    """A claim's v3 mapping: its ``rules`` (each a rule's mapping), ``revision`` (why v3
+    differs from v2, in words) and ``alternatives`` (name → settings, declared beforehand)."""
+    spec = mapping(where, spec)
+    for key in rules:
+        rule_spec(f"{where}.{key}", spec.get(key))
+    revision = spec.get("revision")
+    if not isinstance(revision, str) or not revision.strip():
+        raise ValueError(f"{where}.revision: say in words why v3 differs from v2")
+    alternatives = mapping(f"{where}.alternatives", spec.get("alternatives"))
+    if not alternatives:
+        raise ValueError(f"{where}.alternatives: declare at least one")
+    for name, change in alternatives.items():
+        mapping(f"{where}.alternatives.{name}", change)
+    return spec
+
+
+def words(text: str) -> str:
+    """A folded YAML string on one line."""
+    return " ".join(str(text).split())
+
+
+def unigram_entropy(path: str | Path) -> float:
+    """Entropy (nats) of the token counts in ``path`` (``token_id,token,count``: the training
+    split's counts, written by the tokenizer stage): the loss of the best predictor that ignores
+    context, the bar a model must beat to have learned."""
+    counts = pd.read_csv(path, usecols=["count"])["count"].to_numpy(np.float64)
+    if counts.size == 0 or not np.all(np.isfinite(counts)) or np.any(counts < 0):
+        raise ValueError(f"{path}: token counts must be finite and >= 0")
+    if counts.sum() <= 0:
+        raise ValueError(f"{path}: no tokens counted")
+    return float(stats.entropy(counts))
+
+
+def learned_models(models: pd.DataFrame, entropy: float, margin: float) -> Learners:
+    """Which sweep models learned: ID test loss at least ``margin`` nats below the unigram
+    entropy of the training split (:func:`geolib.report.rules.learners`)."""
+    loss = dict(zip(models["name"], models[ID_LOSS], strict=True))
+    return learners(loss, dict.fromkeys(loss, entropy), margin)
+
+
+def all_learned(learned: Learners, names: Sequence[str], what: str) -> tuple[bool, str]:
+    """Premise of a number read from a table computed over the models ``names``: every one of
+    them learned. Returns ``(holds, why not)``."""
+    out = [n for n in names if n in learned.left_out]
+    more = "…" if len(out) > 4 else ""
+    why = (
+        f"{what} was computed over {len(names)} models, {len(out)} of which did not learn "
+        f"({', '.join(out[:4])}{more}; at least {learned.margin:g} nats below the unigram "
+        "entropy needed): a model enters a verdict only if it learned"
+    )
+    return not out, why
+
+
+def enough_per_size(models: pd.DataFrame, learned: Learners, minimum: int) -> tuple[bool, str]:
+    """Premise of a number held at fixed size: at least ``minimum`` learned models in each size
+    (fewer leave nothing to hold size fixed on). Returns ``(holds, why not)``."""
+    kept = models[models["name"].isin(learned.kept)]
+    counts = kept.groupby("size").size().reindex(sorted(models["size"].unique()), fill_value=0)
+    short = ", ".join(f"{n} in size {s}" for s, n in counts.items() if n < minimum)
+    why = f"too few models learned: {short} (premise: at least {minimum} per size)"
+    return not short, why
+
+
+def learned_text(learned: Learners, shown: int = 4) -> str:
+    """Which models learned, in one short sentence (the first ``shown`` left out named)."""
+    if not learned.left_out:
+        return learned.words()
+    n, gone = len(learned.kept) + len(learned.left_out), list(learned.left_out.items())
+    named = ", ".join(f"{m} ({d:.3g})" for m, d in gone[:shown])
+    more = f" and {len(gone) - shown} more" if len(gone) > shown else ""
+    return (
+        f"{len(learned.kept)} of {n} models learned; left out (nats below the unigram entropy, "
+        f"margin {learned.margin:g}): {named}{more}"
+    )
+
+
+def compared_models(models: pd.DataFrame, factor: str, low: Any, high: Any) -> list[str]:
+    """The models of the matched pairs of ``factor`` (``low`` against ``high``): points equal in
+    every other factor, one at each level (what an effect of ``effects.csv`` averages)."""
+    if factor not in FACTORS:
+        raise KeyError(f"{factor!r} is not a factor; factors: {FACTORS}")
+    others = [f for f in FACTORS if f != factor]
+    at = models[models[factor].isin([low, high])]
+    names: list[str] = []
+    for _, group in at.groupby(others):
+        if set(group[factor]) >= {low, high}:
+            names += list(group["name"])
+    return sorted(names)
+
+
+def cell_models(models: pd.DataFrame, cells: pd.DataFrame) -> list[str]:
+    """The models of the cells of ``cells`` (rows naming the other factors' levels, as
+    ``u_shape.csv`` does)."""
+    on = [f for f in FACTORS if f in cells.columns]
+    if cells.empty or not on:
+        return []
+    return sorted(models.merge(cells[on].drop_duplicates(), on=on)["name"])
+
+
+def varies_among(
+    tables: SweepTables, outcome: str, kept: Sequence[str], min_sd_ratio: float
+) -> tuple[bool, str]:
+    """Premise of a prediction claim over the models ``kept`` (those that learned): ``outcome``
+    varies across them within size at least ``min_sd_ratio`` times its seed-to-seed sd
+    (``spread.csv``: from the seed replicates, which must be among them). Returns
+    ``(holds, why not)``."""
+    models = tables.models
+    family = models["name"].str.rsplit("-s", n=1).str[0]
+    replicates = sorted(models.loc[family.duplicated(keep=False), "name"])
+    gone = [r for r in replicates if r not in set(kept)]
+    if gone:
+        return (
+            False,
+            f"the seed spread of {outcome} comes from replicates that did not learn: {gone}",
+        )
+    m = models[models["name"].isin(kept)]
+    groups = pd.factorize(m["size"], sort=True)[0]
+    dof = len(m) - len(set(groups))
+    if dof < 1:
+        return False, f"{len(m)} learned models leave no spread within size to measure"
+    centred = within_groups(m[outcome].to_numpy(np.float64), groups)
+    ratio = float(np.sqrt((centred**2).sum() / dof)) / float(tables.spread.loc[outcome, "seed_sd"])
+    why = (
+        f"{outcome} varies across the {len(m)} learned models within size only {ratio:.2g}x its "
+        f"seed-to-seed sd (premise: at least {min_sd_ratio:g}x)"
+    )
+    return ratio >= min_sd_ratio, why
+
+
+def share_text(k: int, n: int, level: float) -> str:
+    """``"k of n (share [low, high], Clopper–Pearson)"``: a count of units with its bounded
+    interval (no units: said so)."""
+    if n == 0:
+        return "no units"
+    p = proportion_ci(k, n, level)
+    return f"{k} of {n} ({p.fraction:.2g} [{p.low:.2g}, {p.high:.2g}], Clopper–Pearson)"
+
+
+#: the intervals of the sweep's tables: attribute of :class:`SweepTables` → its file and its
+#: (estimate, low, high) column triples
+INTERVALS: dict[str, tuple[str, tuple[tuple[str, str, str], ...]]] = {
+    "prediction": (
+        "prediction.csv",
+        tuple((s, f"{s}_ci_low", f"{s}_ci_high") for s in ("r2", "spearman", "partial_spearman")),
+    ),
+    "within": (
+        "prediction_within_size.csv",
+        tuple((s, f"{s}_ci_low", f"{s}_ci_high") for s in ("r2", "partial_spearman")),
+    ),
+    "r2_gap": ("r2_gap.csv", (("r2_gap", "ci_low", "ci_high"),)),
+    "r2_gap_alternatives": ("r2_gap_alternatives.csv", (("r2_gap", "ci_low", "ci_high"),)),
+    "agreement": ("agreement.csv", (("value", "ci_low", "ci_high"),)),
+    **{
+        name: (
+            f"{name}.csv",
+            ((est, "ci_low", "ci_high"), (est, "ci_low_sd", "ci_high_sd")),
+        )
+        for name, est in (
+            ("effects", "effect_sd"),
+            ("interactions", "interaction_sd"),
+            ("effects_by_size", "effect_sd"),
+        )
+    },
+}
+
+
+def excluding(tables: SweepTables, names: Sequence[str]) -> pd.DataFrame:
+    """How many intervals of each table (``names``: attributes of :class:`SweepTables`) exclude
+    their estimate (:func:`geolib.measure.stats.count_excluding`): one row per table and
+    interval, ``excluding`` of ``intervals`` (finite ones)."""
+    rows = []
+    for name in names:
+        if name not in INTERVALS:
+            raise KeyError(f"no intervals known for table {name!r}; known: {sorted(INTERVALS)}")
+        file, triples = INTERVALS[name]
+        table = getattr(tables, name)
+        for est, lo, hi in triples:
+            if {est, lo, hi} <= set(table.columns):
+                k, n = count_excluding(table[est], table[lo], table[hi])
+                rows.append(
+                    {
+                        "table": file,
+                        "interval": f"{est} [{lo}, {hi}]",
+                        "excluding": k,
+                        "intervals": n,
+                    }
+                )
+    return pd.DataFrame(rows, columns=["table", "interval", "excluding", "intervals"])
+
+
+def excluding_words(counts: pd.DataFrame) -> str:
+    """:func:`excluding`'s table in one sentence."""
+    k, n = int(counts["excluding"].sum()), int(counts["intervals"].sum())
+    which = "; ".join(
+        f"{r.table} {r.interval}: {r.excluding} of {r.intervals}"
+        for r in counts.itertuples()
+        if r.excluding
+    )
+    return f"{k} of {n} intervals in the tables exclude their estimate" + (
+        f" ({which})" if which else ""
+    )
+
+
+def claim_text(claims: Sequence[Claim], anchor: str) -> str:
+    """The row of ``claims`` with ``anchor``, in words: what a chapter prints under its MyST
+    target (the status with the rule's history, key number, rule, robustness, unit, detail)."""
+    row = next((c for c in claims if c.anchor == anchor), None)
+    if row is None:
+        raise KeyError(f"no claim row with anchor {anchor!r}")
+    return "\n".join(
+        [
+            f"{row.claim_id}: {row.status}. {history(row)}",
+            f"key number: {row.key_number}",
+            f"rule: {row.rule}",
+            f"robust: {row.robust}",
+            f"unit: {row.unit}",
+            f"detail: {row.detail}",
+        ]
+    )
+
+
+def claims_frame(claims: Sequence[Claim]) -> pd.DataFrame:
+    """The rows of a chapter's claims side by side: v1, v2 and v3 status, key number, robust."""
+    return pd.DataFrame(
+        [
+            {
+                "claim": c.claim_id,
+                "v1": c.rule_v1,
+                "v2": c.rule_v2,
+                "v3": c.status,
+                "key number": c.key_number,
+                "robust": c.robust,
+            }
+            for c in claims
+        ],
+        columns=["claim", "v1", "v2", "v3", "key number", "robust"],
+    )

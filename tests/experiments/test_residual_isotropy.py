@@ -77,6 +77,7 @@ def test_stage_on_decoder_and_encoder_runs(decoder_and_encoder_runs, tmp_path):
     assert (has_ci == want).all()
     ok = t[has_ci]
     assert ((ok["d_max_low"] <= ok["d_max"]) & (ok["d_max"] <= ok["d_max_high"])).all()
+    assert ok["d_max_boot_bias"].notna().all() and t.loc[~has_ci, "d_max_boot_bias"].isna().all()
     assert t.loc[t["source"] == "refit", "gaussian_fraction"].notna().any()
     assert t.loc[t["source"] != "refit", "gaussian_fraction"].isna().all()
     saved = json.loads((tmp_path / "out" / "summary.json").read_text())

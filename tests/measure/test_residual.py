@@ -9,11 +9,14 @@ from geolib.measure.metrics import isoscore, isoscore_star
 from geolib.measure.probes import complement_subspaces, top_subspace
 from geolib.measure.residual import (
     SequenceMoments,
+    centred_replicates,
     gain_fraction,
+    isoscore_of_covariance,
     residual_isoscore,
     shrink,
     top_removal_isoscore,
 )
+from geolib.measure.stats import bootstrap_weights
 
 
 def _orthonormal(rng, d, k):
@@ -238,3 +241,61 @@ def test_unchecked_scores_equal_checked_ones_and_checks_stay_the_default():
     bad[0, 0, 1] += 1.0
     with pytest.raises(ValueError, match="symmetric"):
         residual_isoscore(bad, u)
+
+
+def test_centred_replicates_move_by_the_mean_bias_and_skip_undefined_draws():
+    draws = np.array([1.0, 2.0, np.nan, 6.0])
+    moved, bias = centred_replicates(draws, 5.0)
+    assert bias == pytest.approx(3.0 - 5.0)  # mean of the finite draws (3) minus the estimate
+    assert np.allclose(moved[[0, 1, 3]], [3.0, 4.0, 8.0]) and np.isnan(moved[2])
+    same, nothing = centred_replicates(np.full(3, np.nan), 1.0)
+    assert np.isnan(nothing) and np.isnan(same).all()
+    assert np.isnan(centred_replicates(draws, np.nan)[1])
+
+
+def _sequence_moments(rng, root, n_seq=32, n_tok=16):
+    """Sequences whose tokens share a sequence-level offset (half the variance), as an LM's
+    states within a context do: few effective samples against the dimension."""
+    d = root.shape[0]
+    m = SequenceMoments(np.zeros(d))
+    for _ in range(n_seq):
+        z = rng.standard_normal(d) + rng.standard_normal((n_tok, d))
+        m.update(z @ root.T / np.sqrt(2.0))
+    return m
+
+
+def test_top_removal_gain_replicates_are_biased_low_and_centring_fixes_the_interval():
+    """The stage's d_max (IsoScore gain of removing the sample's own top-k) on sequences drawn
+    from a known population: the plug-in is biased low by sampling noise, a resample adds that
+    noise again, so raw replicates sit below the estimate; centred ones cover the estimate and
+    the mean of the plug-in over independent samples (the quantity it measures)."""
+    d, k = 24, 2
+    lam = np.r_[40.0, 15.0, np.linspace(3.0, 1.0, d - 2)]
+    root = _orthonormal(np.random.default_rng(0), d, d) * np.sqrt(lam)
+
+    def gain(c):
+        return top_removal_isoscore(c, k) - isoscore_of_covariance(c)
+
+    population = gain(root @ root.T)
+    # independent samples of the same size: the plug-in's mean and spread (Monte Carlo)
+    plug_ins = np.array(
+        [
+            gain(_sequence_moments(np.random.default_rng(100 + i), root).covariance())
+            for i in range(300)
+        ]
+    )
+    sampling_bias = plug_ins.mean() - population
+    assert sampling_bias < -3 * plug_ins.std()  # the cause: noise lowers the bulk's IsoScore
+    m = _sequence_moments(np.random.default_rng(1), root)
+    estimate = gain(m.covariance())
+    raw = gain(m.covariance(bootstrap_weights(m.n_sequences, 400, 2)))
+    lo, hi = np.quantile(raw, [0.025, 0.975])
+    assert hi < estimate  # the symptom: the raw interval excludes its estimate
+    centred, bias = centred_replicates(raw, estimate)
+    # the bootstrap bias estimates the sampling bias (same sign, same order)
+    assert 0.5 < bias / sampling_bias < 2.0
+    lo, hi = np.quantile(centred, [0.025, 0.975])
+    assert lo < estimate < hi
+    assert np.median(centred) == pytest.approx(estimate, abs=0.25 * (hi - lo))
+    assert lo < plug_ins.mean() < hi  # covers what the plug-in measures at this size
+    assert 0.6 < centred.std() / plug_ins.std() < 1.7  # the spread is the sampling spread

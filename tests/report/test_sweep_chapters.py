@@ -3,18 +3,46 @@ their verdicts read, and v1's checks kept per claim."""
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import numpy as np
 import pandas as pd
 import pytest
 
+from geolib.models.grid import FACTORS as GRID_FACTORS
+from geolib.report.claims import AFTER_DATA, Claim
 from geolib.report.outputs import section_of
-from geolib.report.rules import combine_statuses
+from geolib.report.rules import (
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    PARTLY,
+    REPRODUCED,
+    combine_statuses,
+    given_premise,
+    rule_from_params,
+)
 from geolib.report.sweep_chapters import (
+    FACTORS,
     Checks,
     SweepTables,
+    all_learned,
+    cell_models,
+    claim_text,
+    claims_frame,
+    combined,
+    compared_models,
+    decide_interval,
+    enough_per_size,
+    excluding,
+    excluding_words,
     interval_text,
+    learned_models,
+    learned_text,
     row_where,
     seed_sd_interval,
+    share_text,
+    unigram_entropy,
+    varies_among,
 )
 
 POINTS = ["S-b8-s0", "S-b128-s0", "S-b8-s1"]
@@ -123,3 +151,199 @@ def test_the_sweep_chapters_share_one_section():
     assert section_of("training_knobs") == section_of("forgetting_quantization")
     assert section_of("training_knobs") == "geometry_performance"
     assert section_of("scale") == "scale"  # every other chapter reads its own
+
+
+# ---------------------------------------------------------------------------------------------
+# What the v3 rules share
+# ---------------------------------------------------------------------------------------------
+
+
+def test_an_interval_that_excludes_its_estimate_is_decided_on_the_interval_and_said_so():
+    rule = rule_from_params({"rule": "threshold", "threshold": 0.5, "reason": "B2: above a half"})
+    v, text = decide_interval(rule, 0.4, 0.55, 0.9, "R² gap")  # a biased bootstrap
+    assert v.status == REPRODUCED and "estimate outside its interval" in v.reason
+    assert (
+        text == "R² gap: 0.4 [0.55, 0.9] (estimate outside its interval: decided on the interval)"
+    )
+    v, text = decide_interval(rule, 0.7, 0.6, 0.8, "R² gap")
+    assert v.status == REPRODUCED and text == "R² gap: 0.7 [0.6, 0.8]"
+    v, _ = decide_interval(rule, 0.7, np.nan, np.nan, "R² gap")
+    assert v.status == INCONCLUSIVE and "undefined" in v.reason
+    checks = Checks({"b": {"rule": "threshold", "threshold": 0.5, "reason": "B2: x"}}, log=len)
+    assert checks.decide("B2", "b", 0.1, 0.2, 0.3, "x").status == NOT_REPRODUCED  # no error
+
+
+def test_a_decision_names_its_key_and_each_premise_that_failed_once():
+    rule = rule_from_params({"rule": "threshold", "threshold": 1.0, "reason": "B3: above one"})
+    failed = given_premise(rule, False, "W did not move", lambda: rule.decide(2, 1.5, 3))
+    ok = rule.decide(2.0, 1.5, 3.0)
+    d = combined([(ok, "rank"), (failed, "U cells")])
+    assert d.status == PARTLY and d.key == "U cells"  # the check that did not reproduce
+    assert d.key_number == "U cells (premise fails: W did not move)"
+    assert d.words() == "rank → reproduced; U cells → inconclusive; premise fails: W did not move"
+    assert combined([(ok, "rank")]).key_number == "rank"
+
+
+def test_unigram_entropy_of_the_token_counts(tmp_path):
+    path = tmp_path / "token_freq.csv"
+    pd.DataFrame(
+        {"token_id": [0, 1, 2, 3], "token": ["a", ",", '"', "d"], "count": [2, 1, 1, 0]}
+    ).to_csv(path, index=False)
+    expected = -(0.5 * np.log(0.5) + 2 * 0.25 * np.log(0.25))  # 0 log 0 = 0
+    assert unigram_entropy(path) == pytest.approx(expected, rel=1e-12)
+    pd.DataFrame({"token_id": [0], "token": ["a"], "count": [0]}).to_csv(path, index=False)
+    with pytest.raises(ValueError, match="no tokens"):
+        unigram_entropy(path)
+
+
+def test_learned_models_and_the_premise_of_a_table_over_all_models():
+    models = pd.DataFrame({"name": ["a", "b", "c"], "loss_id_test": [5.0, 5.8, 5.7]})
+    learned = learned_models(models, 6.0, 0.25)  # learned: at most 5.75
+    assert learned.kept == ("a", "c") and learned.left_out == pytest.approx({"b": 0.2})
+    assert all_learned(learned, ["a", "c"], "t")[0]
+    ok, why = all_learned(learned, ["a", "b"], "effects.csv")
+    assert not ok and "over 2 models, 1 of which did not learn (b;" in why
+    assert learned_text(learned).startswith("2 of 3 models learned; left out")
+    ok, why = enough_per_size(models.assign(size=["S", "S", "M"]), learned, 2)
+    assert not ok and why.startswith("too few models learned: 1 in size M, 1 in size S")
+    assert enough_per_size(models.assign(size=["S", "S", "M"]), learned, 1)[0]
+
+
+def _sweep(**tables) -> SweepTables:
+    """SweepTables holding ``tables`` (the others None)."""
+    names = [f.name for f in fields(SweepTables)]
+    return SweepTables(**{n: tables.get(n) for n in names})
+
+
+def _grid():
+    rows = [
+        {
+            "size": s,
+            "batch_size": b,
+            "weight_decay": 0.0,
+            "lr": lr,
+            "final_lr_ratio": 0.1,
+            "seed": 0,
+        }
+        for s in ("S", "M")
+        for b in (8, 32, 128)
+        for lr in (0.001, 0.004)
+    ]
+    rows.append(
+        {
+            "size": "S",
+            "batch_size": 32,
+            "weight_decay": 0.0,
+            "lr": 0.004,
+            "final_lr_ratio": 0.0,
+            "seed": 0,
+        }
+    )
+    grid = pd.DataFrame(rows)
+    return grid.assign(name=[f"m{i}" for i in range(len(grid))])
+
+
+def test_the_models_an_effect_compares_and_the_models_of_cells():
+    assert FACTORS == GRID_FACTORS
+    grid = _grid()
+    pairs = compared_models(grid, "batch_size", 8.0, 128.0)  # read back from a CSV as floats
+    assert pairs == sorted(grid.loc[grid.batch_size.isin([8, 128]), "name"])  # 8 models
+    lr = compared_models(grid, "lr", 0.001, 0.004)
+    assert "m12" not in lr and len(lr) == 12  # the annealing point has no lr partner
+    with pytest.raises(KeyError, match="not a factor"):
+        compared_models(grid, "width", 1, 2)
+    cells = pd.DataFrame(
+        {"size": ["S"], "weight_decay": [0.0], "lr": [0.001], "final_lr_ratio": [0.1], "seed": [0]}
+    )
+    assert cell_models(grid, cells) == ["m0", "m2", "m4"]
+    assert cell_models(grid, cells.iloc[:0]) == []
+
+
+def test_an_outcome_varies_among_the_learned_models_against_its_seed_sd():
+    models = pd.DataFrame(
+        {
+            "name": ["S-a-s0", "S-a-s1", "S-b-s0", "M-a-s0", "M-b-s0", "M-c-s0"],
+            "size": ["S", "S", "S", "M", "M", "M"],
+            "y": [1.0, 1.0, 4.0, 10.0, 12.0, 14.0],
+        }
+    )
+    t = _sweep(models=models, spread=pd.DataFrame({"seed_sd": [0.5]}, index=["y"]))
+    # within size: S deviations -1, -1, 2 (ss 6), M -2, 0, 2 (ss 8); dof 6 - 2 = 4
+    sd = np.sqrt(14 / 4)
+    ok, why = varies_among(t, "y", list(models.name), 2.0)
+    assert ok and f"only {sd / 0.5:.2g}x" in why
+    assert not varies_among(t, "y", list(models.name), sd / 0.5 + 0.01)[0]
+    ok, why = varies_among(t, "y", ["S-a-s0", "S-b-s0", "M-a-s0"], 1.0)
+    assert not ok and "replicates that did not learn: ['S-a-s1']" in why
+
+
+def test_shares_carry_their_clopper_pearson_interval_and_tables_their_exclusions():
+    assert share_text(8, 8, 0.95) == f"8 of 8 (1 [{0.025 ** (1 / 8):.2g}, 1], Clopper–Pearson)"
+    assert share_text(0, 0, 0.95) == "no units"
+    within = pd.DataFrame(
+        {
+            "r2": [0.1, 0.5, np.nan],
+            "r2_ci_low": [0.2, 0.4, np.nan],  # the first excludes its estimate
+            "r2_ci_high": [0.3, 0.6, np.nan],
+            "partial_spearman": [0.0, 0.1, 0.2],
+            "partial_spearman_ci_low": [-0.1, 0.0, 0.1],
+            "partial_spearman_ci_high": [0.1, 0.2, 0.3],
+        }
+    )
+    t = _sweep(within=within)
+    counts = excluding(t, ["within"])
+    assert counts.to_dict("records") == [
+        {
+            "table": "prediction_within_size.csv",
+            "interval": "r2 [r2_ci_low, r2_ci_high]",
+            "excluding": 1,
+            "intervals": 2,
+        },
+        {
+            "table": "prediction_within_size.csv",
+            "interval": "partial_spearman [partial_spearman_ci_low, partial_spearman_ci_high]",
+            "excluding": 0,
+            "intervals": 3,
+        },
+    ]
+    assert excluding_words(counts) == (
+        "1 of 5 intervals in the tables exclude their estimate "
+        "(prediction_within_size.csv r2 [r2_ci_low, r2_ci_high]: 1 of 2)"
+    )
+    with pytest.raises(KeyError, match="no intervals known"):
+        excluding(t, ["models"])
+
+
+def test_a_claim_row_in_words_and_the_rows_side_by_side():
+    row = Claim(
+        "B3",
+        INCONCLUSIVE,
+        "k [1, 2]",
+        "training_knobs",
+        "d",
+        anchor="verdict-b3",
+        rule="r",
+        unit="u",
+        robust="yes",
+        rule_v1=REPRODUCED,
+        rule_v2=PARTLY,
+        revision="why",
+        decided=AFTER_DATA,
+    )
+    text = claim_text([row], "verdict-b3").splitlines()
+    assert text[0] == (
+        "B3: inconclusive. v1 reproduced → v2 partly → v3 inconclusive: why (decided after "
+        "seeing data)"
+    )
+    assert text[1:] == ["key number: k [1, 2]", "rule: r", "robust: yes", "unit: u", "detail: d"]
+    with pytest.raises(KeyError, match="verdict-b4"):
+        claim_text([row], "verdict-b4")
+    frame = claims_frame([row])
+    assert frame.iloc[0].to_dict() == {
+        "claim": "B3",
+        "v1": REPRODUCED,
+        "v2": PARTLY,
+        "v3": INCONCLUSIVE,
+        "key number": "k [1, 2]",
+        "robust": "yes",
+    }

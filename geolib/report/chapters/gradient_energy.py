@@ -39,7 +39,7 @@ from geolib.report.rules import (
     Verdict,
     deciding_check,
     given_premise,
-    learners,
+    learners_of_runs,
     robustness,
     rule_from_params,
     rule_with,
@@ -128,14 +128,8 @@ def load_tables(out_dir: str | Path) -> Tables:
 
 
 def learned_models(tables: Tables, margin: float) -> Learners:
-    """Which runs learned: their final evaluation loss ``margin`` nats below the unigram
-    entropy of their training tokens."""
-    last = tables.losses.loc[tables.losses.groupby("run", sort=False)["step"].idxmax()]
-    return learners(
-        dict(zip(last["run"], last["eval_loss"], strict=True)),
-        dict(zip(last["run"], last["unigram_entropy"], strict=True)),
-        margin,
-    )
+    """Which of the stage's runs learned (:func:`geolib.report.rules.learners_of_runs`)."""
+    return learners_of_runs(list(tables.summary["runs"]), tables.losses, margin)
 
 
 def _learned_steps(losses: pd.DataFrame, run: str, margin: float) -> set[int]:

@@ -1,0 +1,632 @@
+"""Claim B8, chapter ``forgetting_quantization``: does the geometry of W tell how much a model
+forgets when fine-tuned, or loses when quantized, beyond what its ID loss tells?
+
+Paper B: "the same holds for quantization robustness and for forgetting after fine-tuning" —
+as for loss (B2, B7), geometry does not predict them and in-distribution loss does better.
+Rule v3, per outcome (forgetting; the ID test loss increase of each block-only quantization
+setting), over the sweep's models that learned (:func:`geolib.report.rules.learners`), with
+model size held fixed:
+
+1. premise: the outcome varies across models within size at least ``premise_min_sd_ratio``
+   times its noise, the larger of its seed-to-seed sd (the seed replicates) and one model's
+   measurement error (its paired-bootstrap interval as a standard error); otherwise there is
+   nothing to predict and the outcome's checks are inconclusive;
+2. geometry adds nothing beyond loss: the partial Spearman of erank W with the outcome given ID
+   loss (and size) lies within ``no_prediction``'s band;
+3. ID loss does better: R²(outcome ~ ID loss) − R²(outcome ~ erank W) beyond
+   ``loss_beats_rank``'s threshold (both within size, one paired bootstrap over models).
+
+The statistics are recomputed here over the learned models (the analysis stages' tables hold
+every model). v1 (over all models: rank "loose" and no prediction) and v2 (within size, after
+the premise that most models' intervals lie above 0) are computed from those tables as they
+were, and shown beside v3.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from geolib.measure import validate as check
+from geolib.measure.geometry import ID_LOSS
+from geolib.measure.prediction import one_row_per_point
+from geolib.measure.stats import (
+    Interval,
+    count_excluding,
+    interval,
+    partial_spearman,
+    partial_spearman_within,
+    r_squared,
+)
+from geolib.report.claims import AFTER_DATA, Claim, scale_of_runs
+from geolib.report.rules import (
+    Learners,
+    Rule,
+    Verdict,
+    combine_statuses,
+    deciding_check,
+    given_premise,
+    robustness,
+    rule_from_params,
+    rule_with,
+)
+from geolib.report.sweep_chapters import (
+    decide_interval,
+    enough_per_size,
+    excluding_words,
+    learned_models,
+    learned_text,
+    row_where,
+    rule_spec,
+    unigram_entropy,
+    v3_spec,
+    words,
+)
+
+CHAPTER, ANCHOR = "forgetting_quantization", "verdict-b8"
+RANK = "w_erank"
+FAMILIES = ("forgetting", "quantization")
+#: fewest learned models an association over models is computed on (the statistics' floor)
+MIN_MODELS = 4
+#: what a declared alternative may change
+CHANGES = ("predictor", "within", "loss_beats_rank", "loose")
+#: the v3 rules of ``b8_v3``
+RULES = ("no_prediction", "loss_beats_rank")
+_STATS = ("spearman", "r2", "partial_spearman")
+_NAMES = ("r2_rank", "r2_loss", "gap", "partial")
+
+
+def param_at(where: str, mapping: Any, path: str) -> Any:
+    """``mapping[a][b]…`` for ``path = "a.b…"``; an error naming the section and the key."""
+    value = mapping
+    for key in path.split("."):
+        if not isinstance(value, Mapping) or key not in value:
+            raise ValueError(f"params.yaml {where}: missing {path!r}")
+        value = value[key]
+    return value
+
+
+def _alternatives(where: str, alts: Mapping[str, Any], allowed: tuple[str, ...]) -> dict:
+    """The declared alternatives (name → settings), each setting one of ``allowed``."""
+    for name, change in alts.items():
+        bad = sorted(set(change) - set(allowed))
+        if bad:
+            raise ValueError(f"params.yaml {where}.{name}: unknown {bad}; known {allowed}")
+    return {str(k): dict(v) for k, v in alts.items()}
+
+
+def _level(where: str, value: Any) -> float:
+    level = check.scalar(where, value)
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"{where} must be in (0, 1), got {level}")
+    return level
+
+
+@dataclass(frozen=True)
+class Section:
+    """What B8's verdicts read of ``params.yaml``: section ``geometry_performance`` (v2's
+    premise, ``b8_v3``, ``sweep_v3``, ``n_boot``, ``ci_level``, ``seed``), the v1 rules and
+    interval levels of sections ``forgetting`` and ``quantization``, and
+    ``verdicts.learned_margin``."""
+
+    v1: Mapping[str, Mapping[str, Any]]  #: family → {"loose": rule, "no_prediction": rule}
+    outcome_level: Mapping[str, float]  #: family → level of its per-model intervals
+    v2_min_share_above_zero: float
+    premise_min_sd_ratio: float
+    no_prediction: Mapping[str, Any]
+    loss_beats_rank: Mapping[str, Any]
+    revision: str
+    alternatives: Mapping[str, Mapping[str, Any]]
+    unigram_counts: str  #: the training split's token counts (who learned)
+    min_learned_per_size: int
+    learned_margin: float
+    n_boot: int
+    ci_level: float
+    seed: int
+
+    @classmethod
+    def from_params(
+        cls,
+        section: Mapping[str, Any],
+        verdicts: Mapping[str, Any] | None = None,
+        *,
+        forgetting: Mapping[str, Any],
+        quantization: Mapping[str, Any],
+    ) -> Section:
+        gp = "geometry_performance"
+        if verdicts is None:
+            raise ValueError("B8 needs the verdicts section (learned_margin): pass it")
+        share = check.scalar(
+            "v2.min_share_above_zero", param_at(gp, section, "v2.min_share_above_zero")
+        )
+        if not 0.0 <= share <= 1.0:
+            raise ValueError(f"v2.min_share_above_zero must be in [0, 1], got {share}")
+        v3 = v3_spec(f"{gp}.b8_v3", param_at(gp, section, "b8_v3"), RULES)
+        v1, levels = {}, {}
+        for fam, spec, prefix in (
+            ("forgetting", forgetting, "b8_forgetting"),
+            ("quantization", quantization, "b8_quant"),
+        ):
+            v1[fam] = {
+                k: rule_spec(f"{fam}.{prefix}_{k}", param_at(fam, spec, f"{prefix}_{k}"))
+                for k in ("loose", "no_prediction")
+            }
+            levels[fam] = _level(f"{fam}.ci_level", param_at(fam, spec, "ci_level"))
+        return cls(
+            v1=v1,
+            outcome_level=levels,
+            v2_min_share_above_zero=share,
+            premise_min_sd_ratio=check.scalar(
+                "b8_v3.premise_min_sd_ratio",
+                param_at(gp, section, "b8_v3.premise_min_sd_ratio"),
+                low=0.0,
+                strict=True,
+            ),
+            no_prediction=v3["no_prediction"],
+            loss_beats_rank=v3["loss_beats_rank"],
+            revision=words(v3["revision"]),
+            alternatives=_alternatives(f"{gp}.b8_v3.alternatives", v3["alternatives"], CHANGES),
+            unigram_counts=str(param_at(gp, section, "sweep_v3.unigram_counts")),
+            min_learned_per_size=check.integer(
+                "sweep_v3.min_learned_per_size",
+                param_at(gp, section, "sweep_v3.min_learned_per_size"),
+                low=2,
+            ),
+            learned_margin=check.scalar(
+                "verdicts.learned_margin", param_at("verdicts", verdicts, "learned_margin"), low=0.0
+            ),
+            n_boot=check.integer("n_boot", param_at(gp, section, "n_boot"), low=100),
+            ci_level=_level("ci_level", param_at(gp, section, "ci_level")),
+            seed=check.integer("seed", section.get("seed", 0), low=0),
+        )
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One outcome measured per model: its family, its column in the family's per-model table,
+    and its name in words."""
+
+    family: str
+    column: str
+    label: str
+
+
+@dataclass(frozen=True)
+class Tables:
+    """B8's tables: per model (``forgetting``: ``forgetting.csv``; ``quantization``: the
+    quantization stage's ``models.csv``), the block-only settings the verdict reads, per family
+    the prediction tables (over all models, within size) and R² gaps, and the unigram entropy
+    of the training tokens (who learned)."""
+
+    forgetting: pd.DataFrame
+    quantization: pd.DataFrame
+    block_settings: tuple[str, ...]
+    prediction: Mapping[str, pd.DataFrame]
+    within: Mapping[str, pd.DataFrame]
+    r2_gap: Mapping[str, pd.DataFrame]
+    unigram_entropy: float
+    #: v3's bootstraps computed so far (the notebook's tables and the verdict share them)
+    cache: dict = field(default_factory=dict, init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        check.scalar("unigram_entropy", self.unigram_entropy, low=0.0, strict=True)
+        if not self.block_settings:
+            raise ValueError("no block-only quantization settings to judge")
+        for o in self.outcomes:
+            need = ["name", "size", "params", "tokens", ID_LOSS, RANK, o.column]
+            need += [f"{o.column}_ci_low", f"{o.column}_ci_high"]
+            missing = [c for c in need if c not in self.frame(o.family).columns]
+            if missing:
+                raise ValueError(f"the {o.family} table lacks column(s) {missing}")
+        if sorted(self.forgetting["name"]) != sorted(self.quantization["name"]):
+            raise ValueError("the forgetting and quantization tables hold different models")
+        for kind in ("prediction", "within", "r2_gap"):
+            if set(getattr(self, kind)) != set(FAMILIES):
+                raise ValueError(f"{kind}: one table per family {FAMILIES}")
+
+    @property
+    def outcomes(self) -> list[Outcome]:
+        """Forgetting, then the ID test loss increase of each block-only setting."""
+        return [Outcome("forgetting", "forgetting", "forgetting")] + [
+            Outcome("quantization", f"q_{b}_id_test", f"{b} ID loss increase")
+            for b in self.block_settings
+        ]
+
+    def frame(self, family: str) -> pd.DataFrame:
+        return {"forgetting": self.forgetting, "quantization": self.quantization}[family]
+
+
+def load_tables(
+    forgetting_dir: str | Path,
+    quantization_dir: str | Path,
+    points: list[str],
+    unigram_counts: str | Path,
+) -> Tables:
+    """B8's tables from the stages' folders (``forgetting.out_dir``, ``quantization.out_dir``),
+    one row per sweep point of ``points``, and the training split's token counts
+    (``sweep_v3.unigram_counts``: who learned)."""
+    fg, qz = Path(forgetting_dir), Path(quantization_dir)
+    names = ("prediction.csv", "prediction_within_size.csv", "r2_gap.csv")
+    read = {
+        fam: [pd.read_csv(folder / n) for n in names]
+        for fam, folder in zip(FAMILIES, (fg, qz), strict=True)
+    }
+    models = pd.read_csv(qz / "models.csv")
+    return Tables(
+        forgetting=one_row_per_point(pd.read_csv(fg / "forgetting.csv"), points, "forgetting.csv"),
+        quantization=one_row_per_point(models, points, "quantization models.csv"),
+        block_settings=tuple(json.loads((qz / "summary.json").read_text())["block_settings"]),
+        prediction={fam: t[0] for fam, t in read.items()},
+        within={fam: t[1] for fam, t in read.items()},
+        r2_gap={fam: t[2] for fam, t in read.items()},
+        unigram_entropy=unigram_entropy(unigram_counts),
+    )
+
+
+def _row_check(rule: Rule, row: Any, stat: str, what: str) -> tuple[Verdict, str]:
+    """``rule`` on one prediction row's statistic (v1, v2: the stages' tables)."""
+    est, lo, hi = (row.get(c, math.nan) for c in (stat, f"{stat}_ci_low", f"{stat}_ci_high"))
+    note = row.get("note")
+    if isinstance(note, str) and note and not math.isfinite(float(lo)):
+        what = f"{what} ({note})"
+    return decide_interval(rule, est, lo, hi, what)
+
+
+def b8_v1(tables: Tables, section: Section) -> list[tuple[Verdict, str]]:
+    """v1 (fixed before the sweep ran): over all models, per outcome, R²(outcome ~ erank W)
+    below the family's ``loose`` bar and the partial Spearman given ID loss within its band."""
+    checks = []
+    for o in tables.outcomes:
+        rules = section.v1[o.family]
+        r = row_where(tables.prediction[o.family], outcome=o.column, predictor=RANK)
+        checks.append(
+            _row_check(rule_from_params(rules["loose"]), r, "r2", f"R²({o.label} ~ erank W)")
+        )
+        what = f"partial ρ(erank W, {o.label} | ID loss)"
+        checks.append(
+            _row_check(rule_from_params(rules["no_prediction"]), r, "partial_spearman", what)
+        )
+    return checks
+
+
+def b8_v2(tables: Tables, section: Section) -> list[tuple[Verdict, str]]:
+    """v2: v1's checks within size, each outcome after the premise that at least
+    ``min_share_above_zero`` of the models have its interval above 0."""
+    need, checks = section.v2_min_share_above_zero, []
+    for o in tables.outcomes:
+        frame = tables.frame(o.family)
+        r = row_where(tables.within[o.family], outcome=o.column, predictor=RANK)
+        above = int((frame[f"{o.column}_ci_low"] > 0).sum())
+        why = (
+            f"{o.label}: only {above} of {len(frame)} models have an interval above 0 "
+            f"(premise: at least {need:.0%})"
+        )
+        for key, stat, name in (
+            ("loose", "r2", "R²"),
+            ("no_prediction", "partial_spearman", "partial ρ (| ID loss)"),
+        ):
+            rule = rule_from_params(section.v1[o.family][key])
+            found = _row_check(rule, r, stat, f"{name}({o.label} ~ erank W, within size)")
+            checks.append(
+                (
+                    given_premise(rule, above >= need * len(frame), why, lambda f=found: f[0]),
+                    found[1],
+                )
+            )
+    return checks
+
+
+def learned(tables: Tables, section: Section) -> Learners:
+    """The sweep models that learned: ID test loss at least ``learned_margin`` nats below the
+    unigram entropy of the training tokens."""
+    return learned_models(tables.forgetting, tables.unigram_entropy, section.learned_margin)
+
+
+def _kept(frame: pd.DataFrame, who: Learners) -> pd.DataFrame:
+    return frame[frame["name"].isin(who.kept)].reset_index(drop=True)
+
+
+def spread(frame: pd.DataFrame, column: str, *, within: bool, level: float) -> dict[str, float]:
+    """Does ``column`` vary across models beyond its noise? Its sd across models (pooled within
+    size when ``within``); its seed-to-seed sd, pooled over groups of models that differ only
+    in their seed (``<point>-s<seed>``; NaN without replicates); the root mean square of the
+    models' measurement errors (each paired interval's half-width over z at ``level``); the
+    noise, the larger of the two; and the ratio of spread to noise."""
+    y = frame[column].to_numpy(np.float64)
+    if y.size == 0:
+        keys = ("spread_sd", "seed_sd", "seed_dof", "measurement_se", "noise", "ratio")
+        return {k: 0 if k == "seed_dof" else math.nan for k in keys}
+    if within:
+        dev = y - frame.groupby("size")[column].transform("mean").to_numpy(np.float64)
+        dof = len(y) - frame["size"].nunique()
+    else:
+        dev, dof = y - y.mean(), len(y) - 1
+    across = math.sqrt(float(dev @ dev) / dof) if dof > 0 else math.nan
+    ss, seed_dof = 0.0, 0
+    for _, g in frame.groupby(frame["name"].str.rsplit("-s", n=1).str[0]):
+        v = g[column].to_numpy(np.float64)
+        ss, seed_dof = ss + float(((v - v.mean()) ** 2).sum()), seed_dof + len(v) - 1
+    seed_sd = math.sqrt(ss / seed_dof) if seed_dof else math.nan
+    half = (frame[f"{column}_ci_high"] - frame[f"{column}_ci_low"]).to_numpy(np.float64) / 2
+    z = float(sps.norm.ppf(0.5 + level / 2))
+    se = math.sqrt(float(np.mean((half / z) ** 2))) if len(half) else math.nan
+    noise = max(seed_sd, se) if seed_dof else math.nan
+    return {
+        "spread_sd": across,
+        "seed_sd": seed_sd,
+        "seed_dof": seed_dof,
+        "measurement_se": se,
+        "noise": noise,
+        "ratio": across / noise if noise > 0 else math.nan,
+    }
+
+
+def premise(
+    tables: Tables, section: Section, o: Outcome, within: bool = True
+) -> tuple[bool, str, dict[str, float]]:
+    """v3's premise for outcome ``o``: at least ``min_learned_per_size`` learned models in each
+    size, seed replicates among them, and the outcome's spread at least
+    ``premise_min_sd_ratio`` times its noise (:func:`spread`). ``(holds, why not, spread)``."""
+    who = learned(tables, section)
+    frame = _kept(tables.frame(o.family), who)
+    sp = spread(frame, o.column, within=within, level=section.outcome_level[o.family])
+    holds, why = enough_per_size(tables.frame(o.family), who, section.min_learned_per_size)
+    if not holds:
+        return False, why, sp
+    if not sp["seed_dof"]:
+        return False, f"{o.label}: no seed replicates among the learned models", sp
+    need = section.premise_min_sd_ratio
+    why = (
+        f"{o.label} varies {'within size' if within else 'across models'} only "
+        f"{sp['ratio']:.2g}x its noise (sd {sp['spread_sd']:.2g}; seed sd {sp['seed_sd']:.2g}, "
+        f"measurement error {sp['measurement_se']:.2g}; premise: at least {need:g}x)"
+    )
+    return bool(sp["ratio"] >= need), why, sp
+
+
+@dataclass(frozen=True)
+class Association:
+    """What v3 reads of one outcome over the learned models: R² of the outcome on the rank and
+    on ID loss, their gap (loss minus rank, paired) and the partial Spearman of the rank with
+    the outcome given ID loss; size held fixed when ``within``."""
+
+    n: int
+    r2_rank: Interval
+    r2_loss: Interval
+    gap: Interval
+    partial: Interval
+
+    def intervals(self) -> list[Interval]:
+        return [getattr(self, name) for name in _NAMES]
+
+
+def association(
+    frame: pd.DataFrame,
+    column: str,
+    predictor: str = RANK,
+    *,
+    within: bool = True,
+    n_boot: int = 2000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> Association:
+    """:class:`Association` of ``column`` with bootstrap intervals over the models of
+    ``frame`` (NaN with fewer than :data:`MIN_MODELS`, or where a statistic is undefined)."""
+    x, y, z = (frame[c].to_numpy(np.float64) for c in (predictor, column, ID_LOSS))
+    g = pd.factorize(frame["size"], sort=True)[0].astype(np.float64)
+
+    def r2(a: np.ndarray, b: np.ndarray, groups: np.ndarray) -> float:
+        return r_squared(a, b, groups if within else None)
+
+    def partial(a: np.ndarray, b: np.ndarray, c: np.ndarray, groups: np.ndarray) -> float:
+        return partial_spearman_within(a, b, c, groups) if within else partial_spearman(a, b, c)
+
+    fns = {
+        "r2_rank": (r2, (x, y, g)),
+        "r2_loss": (r2, (z, y, g)),
+        "gap": (lambda x, z, y, g: r2(z, y, g) - r2(x, y, g), (x, z, y, g)),
+        "partial": (partial, (x, y, z, g)),
+    }
+    out = {}
+    for name, (fn, arrays) in fns.items():
+
+        def safe(*a: np.ndarray, fn: Any = fn) -> float:  # a resample may leave one size
+            try:
+                return float(fn(*a))
+            except ValueError:
+                return math.nan
+
+        if len(frame) < MIN_MODELS:
+            why = f"fewer than {MIN_MODELS} models"
+            out[name] = Interval(math.nan, math.nan, math.nan, level, len(frame), why, "model")
+        else:
+            kw = {"n_boot": n_boot, "level": level, "seed": seed, "unit": "model"}
+            out[name] = interval(safe, *arrays, undefined="nan", **kw)
+    return Association(len(frame), **out)
+
+
+def _association(
+    tables: Tables, section: Section, o: Outcome, predictor: str, within: bool
+) -> Association:
+    who = learned(tables, section)
+    key = (o.column, predictor, within, who.kept, section.n_boot, section.ci_level, section.seed)
+    if key not in tables.cache:
+        frame = _kept(tables.frame(o.family), who)
+        kw = {"n_boot": section.n_boot, "level": section.ci_level, "seed": section.seed}
+        tables.cache[key] = association(frame, o.column, predictor, within=within, **kw)
+    return tables.cache[key]
+
+
+def outcome_checks(
+    tables: Tables, section: Section, o: Outcome, change: Mapping[str, Any] | None = None
+) -> list[tuple[Verdict, str]]:
+    """v3's checks of one outcome (module docstring), or one inconclusive row saying why the
+    premise fails. ``change``: an alternative's settings (``predictor``, ``within``,
+    ``loss_beats_rank``: fields of that rule; ``loose``: also v1's bar on R²(outcome ~ rank))."""
+    change = dict(change or {})
+    unknown = sorted(set(change) - set(CHANGES))
+    if unknown:
+        raise ValueError(f"unknown alternative setting(s) {unknown}; known: {CHANGES}")
+    within, predictor = bool(change.get("within", True)), str(change.get("predictor", RANK))
+    who = learned(tables, section)
+    frame = _kept(tables.frame(o.family), who)
+    if predictor not in frame.columns:
+        raise ValueError(f"the {o.family} table has no predictor column {predictor!r}")
+    holds, why, _ = premise(tables, section, o, within)
+    a = _association(tables, section, o, predictor, within)
+    given = ", size" if within else ""
+    rank = "erank W" if predictor == RANK else predictor
+    parts: list[tuple[Rule, Interval, str]] = [
+        (
+            rule_from_params(section.no_prediction),
+            a.partial,
+            f"partial ρ({rank}, {o.label} | ID loss{given})",
+        ),
+        (
+            rule_with(section.loss_beats_rank, change.get("loss_beats_rank", {})),
+            a.gap,
+            f"R² gap ({o.label} ~ ID loss minus ~ {rank}{' | size' if within else ''})",
+        ),
+    ]
+    if change.get("loose"):
+        what = f"R²({o.label} ~ {rank}{' | size' if within else ''})"
+        parts.append((rule_from_params(section.v1[o.family]["loose"]), a.r2_rank, what))
+    if not holds:  # one inconclusive row for the outcome, saying which number failed
+        return [(given_premise(parts[0][0], False, why, lambda: parts[0][0].decide(0, 0, 0)), why)]
+    return [decide_interval(rule, iv.value, iv.low, iv.high, what) for rule, iv, what in parts]
+
+
+def b8_checks(
+    tables: Tables, section: Section, change: Mapping[str, Any] | None = None
+) -> list[tuple[Verdict, str]]:
+    """v3's checks of every outcome, forgetting first."""
+    return [c for o in tables.outcomes for c in outcome_checks(tables, section, o, change)]
+
+
+def v3_table(tables: Tables, section: Section) -> pd.DataFrame:
+    """Per outcome, over the learned models within size: the premise's numbers (spread, seed
+    sd, measurement error, their ratio) and v3's statistics with their intervals."""
+    rows = []
+    for o in tables.outcomes:
+        holds, _, sp = premise(tables, section, o)
+        a = _association(tables, section, o, RANK, True)
+        row: dict[str, Any] = {"outcome": o.label, "models": a.n, **sp, "premise": holds}
+        for name, iv in zip(_NAMES, a.intervals(), strict=True):
+            row |= {name: iv.value, f"{name}_ci_low": iv.low, f"{name}_ci_high": iv.high}
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def excluding(tables: Tables, section: Section | None = None) -> pd.DataFrame:
+    """How many bootstrap intervals exclude their estimate (kept as drawn, never widened), per
+    table and interval: the stages' prediction and R²-gap tables, each model's paired interval,
+    and (with ``section``) v3's, recomputed over the learned models. For
+    :func:`~geolib.report.sweep_chapters.excluding_words`."""
+    rows = []
+
+    def add(table: str, name: str, est: Any, lo: Any, hi: Any) -> None:
+        k, n = count_excluding(est, lo, hi)
+        rows.append({"table": table, "interval": name, "excluding": k, "intervals": n})
+
+    for fam in FAMILIES:
+        frame = tables.frame(fam)
+        csv = {"forgetting": "forgetting.csv", "quantization": "models.csv"}[fam]
+        for kind, name in (
+            ("prediction", "prediction.csv"),
+            ("within", "prediction_within_size.csv"),
+        ):
+            t = getattr(tables, kind)[fam]
+            for s in _STATS:
+                if {s, f"{s}_ci_low", f"{s}_ci_high"} <= set(t.columns):
+                    add(f"{fam}/{name}", s, t[s], t[f"{s}_ci_low"], t[f"{s}_ci_high"])
+        g = tables.r2_gap[fam]
+        if {"r2_gap", "ci_low", "ci_high"} <= set(g.columns):
+            add(f"{fam}/r2_gap.csv", "r2_gap", g["r2_gap"], g["ci_low"], g["ci_high"])
+        for c in frame.columns:
+            s = c.removesuffix("_ci_low")
+            if s != c and not s.startswith("loss_") and {s, f"{s}_ci_high"} <= set(frame.columns):
+                add(f"{fam}/{csv}", s, frame[s], frame[c], frame[f"{s}_ci_high"])
+    for o in tables.outcomes if section is not None else []:
+        a = _association(tables, section, o, RANK, True)
+        for name, iv in zip(_NAMES, a.intervals(), strict=True):
+            add(
+                "v3 (learned models, within size)",
+                f"{name} of {o.label}",
+                iv.value,
+                iv.low,
+                iv.high,
+            )
+    return pd.DataFrame(rows, columns=["table", "interval", "excluding", "intervals"])
+
+
+def _scale(tables: Tables, who: Learners) -> str:
+    f = tables.forgetting[tables.forgetting["name"].isin(who.kept)]
+    if f.empty:
+        return f"{len(tables.forgetting)} sweep models, none learned"
+    runs = {}
+    for r in f.to_dict("records"):
+        point, seed = r["name"].rsplit("-s", 1)
+        runs[r["name"]] = {
+            "family": point,
+            "seed": seed,
+            "params": r["params"],
+            "tokens": r["tokens"],
+        }
+    return scale_of_runs(runs)
+
+
+def b8(tables: Tables, section: Section) -> Claim:
+    """B8's row: v3 (the outcomes' checks combined; the key number is the check that decided),
+    its robustness over the declared alternatives, v1 and v2 beside it."""
+    who = learned(tables, section)
+    checks = b8_checks(tables, section)
+    status, key = deciding_check(checks)
+    alts = {
+        n: deciding_check(b8_checks(tables, section, c))[0] for n, c in section.alternatives.items()
+    }
+    v1, v2 = b8_v1(tables, section), b8_v2(tables, section)
+    rules = [rule_from_params(section.no_prediction), rule_from_params(section.loss_beats_rank)]
+
+    def listed(cs: list[tuple[Verdict, str]]) -> str:
+        return "; ".join(f"{w} → {v.status}" for v, w in cs)
+
+    detail = (
+        f"v3: {listed(checks)}. Models: {learned_text(who)}. "
+        f"{excluding_words(excluding(tables, section))}. v2: {listed(v2)}. v1: {listed(v1)}. "
+        f"Outcomes: forgetting and the ID loss increase of {', '.join(tables.block_settings)} "
+        "(blocks only, the head kept float)."
+    )
+    return Claim(
+        "B8",
+        status,
+        key,
+        CHAPTER,
+        detail,
+        anchor=ANCHOR,
+        rule=(
+            "v3, per outcome over the models that learned, size held fixed. Premise: the outcome "
+            f"varies at least {section.premise_min_sd_ratio:g}x its noise (the larger of its "
+            f"seed sd and one model's measurement error). (1) {rules[0].describe()} "
+            f"(2) {rules[1].describe()}"
+        ),
+        unit=f"trained models that learned (n = {len(who.kept)} of {len(tables.forgetting)})",
+        robust=robustness(status, alts),
+        rule_v1=combine_statuses(v.status for v, _ in v1),
+        rule_v2=deciding_check(v2)[0],
+        revision=section.revision,
+        scale=_scale(tables, who),
+        decided=AFTER_DATA,
+    )
+
+
+def verdicts(tables: Tables, section: Section) -> list[Claim]:
+    """The chapter's claim rows: B8."""
+    return [b8(tables, section)]

@@ -1,0 +1,353 @@
+"""Frequency and geometric freedom in trained models (claim A1, empirical half): the chapter's
+verdicts.
+
+Rules v3 (``params.yaml``: ``frequency_collapse.a1_v3``, ``a1_states_rule_v3``,
+``a1_rows_rule_v3``) take the **trained model** as the unit, on the tables of the analysis stage
+(:mod:`geolib.experiments.frequency_collapse`). States: each learned AdamW model's share of its
+block layers whose within-type variance falls with frequency (the slope's whole interval below
+0), summarised over models with a bounded interval
+(:func:`geolib.measure.stats.share_over_models`). Rows: the share of learned AdamW models whose
+embedding rows both jitter less late and settle earlier with frequency (Clopper–Pearson over
+models). Premise: the fits of every entering model span ``min_decades`` of training frequency.
+The two halves are combined (:func:`~geolib.report.rules.deciding_check`); the v1 and v2
+verdicts (pooled units, from the stage's ``summary.json``) stay on the row.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from geolib.measure import validate as check
+from geolib.measure.stats import count_excluding, proportion_ci, share_over_models
+from geolib.report.claims import AFTER_DATA, Claim, scale_of_runs
+from geolib.report.rules import (
+    INCONCLUSIVE,
+    NOT_RUN,
+    Learners,
+    Verdict,
+    combine_statuses,
+    deciding_check,
+    given_premise,
+    learners_of_runs,
+    robustness,
+    rule_from_params,
+    seeds_agreeing,
+)
+
+CHAPTER, ANCHOR = "frequency_collapse", "verdict-a1-trained"
+MAIN_OPTIMIZER = "adamw"
+
+
+# ---------------------------------------------------------------------------------------------
+# Parameters and tables
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Section:
+    """The ``frequency_collapse`` section as the verdicts read it (``raw``: the whole mapping,
+    for the v1 rules), with ``verdicts.learned_margin``."""
+
+    ci_level: float
+    min_decades: float
+    learned_margin: float
+    alternatives: Mapping[str, Mapping[str, Any]]
+    revision: str
+    raw: Mapping[str, Any] = field(repr=False)
+
+    @classmethod
+    def from_params(
+        cls, section: Mapping[str, Any], verdicts: Mapping[str, Any] | None = None
+    ) -> Section:
+        rules = ["a1_states_rule", "a1_rows_rule", "a1_states_rule_v3", "a1_rows_rule_v3"]
+        missing = [k for k in ["ci_level", "a1_v3", *rules] if k not in section]
+        if missing:
+            raise ValueError(f"frequency_collapse section lacks {missing} (the v3 rules)")
+        if not verdicts or "learned_margin" not in verdicts:
+            raise ValueError("the verdicts section (learned_margin) is needed")
+        for name in rules:
+            rule_from_params(section[name])  # a malformed rule fails here, naming itself
+        v3 = section["a1_v3"]
+        for key in ("min_decades", "revision", "alternatives"):
+            if key not in v3:
+                raise ValueError(f"frequency_collapse.a1_v3 lacks {key!r}")
+        for name, change in v3["alternatives"].items():
+            if set(change) != {"optimizer"}:
+                raise ValueError(f"alternative {name!r} may change the optimizer only: {change}")
+        level = check.scalar("ci_level", section["ci_level"], low=0.0, strict=True)
+        if level >= 1:
+            raise ValueError(f"ci_level must be in (0, 1), got {level}")
+        if not str(v3["revision"]).strip():
+            raise ValueError("a1_v3.revision must say why v3 differs from v2")
+        return cls(
+            ci_level=level,
+            min_decades=check.scalar("min_decades", v3["min_decades"], low=0.0, strict=True),
+            learned_margin=check.scalar("learned_margin", verdicts["learned_margin"], low=0.0),
+            alternatives=dict(v3["alternatives"]),
+            revision=" ".join(str(v3["revision"]).split()),
+            raw=section,
+        )
+
+
+@dataclass(frozen=True)
+class Tables:
+    """The stage's tables: ``states`` (run, layer, type, train_count, …), ``rows`` (run, type,
+    train_count, jitter, settle_step), ``fits`` (run, optimizer, measure, layer, estimate, low,
+    high, n_types), ``summary`` (``summary.json``: v1 counts per optimizer, ``runs`` with family
+    and seed) and ``losses`` (evaluation loss and unigram entropy per run and step)."""
+
+    states: pd.DataFrame
+    rows: pd.DataFrame
+    fits: pd.DataFrame
+    summary: Mapping[str, Any]
+    losses: pd.DataFrame
+
+
+def load_tables(out_dir: str | Path, losses: str | Path) -> Tables:
+    """The tables the analysis stage wrote in ``out_dir``, and the loss table at ``losses``."""
+    out = Path(out_dir)
+    return Tables(
+        pd.read_csv(out / "states.csv"),
+        pd.read_csv(out / "rows.csv"),
+        pd.read_csv(out / "fits.csv"),
+        json.loads((out / "summary.json").read_text()),
+        pd.read_csv(losses),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Per model
+# ---------------------------------------------------------------------------------------------
+
+
+def _decades(counts: pd.Series) -> float:
+    c = counts[counts > 0]
+    return float(np.log10(c.max() / c.min())) if len(c) else 0.0
+
+
+def per_model(tables: Tables, optimizer: str, margin: float) -> pd.DataFrame:
+    """One row per run trained with ``optimizer``: whether it learned; ``layers``: its block
+    layers with a state fit, ``falls``: those whose slope's whole interval is below 0;
+    ``state_decades``: the fewest decades of training frequency its layers' fitted types span;
+    ``rows_settle``: jitter slope and settle-step correlation both wholly below 0 (None: no row
+    fit); ``row_decades``: the span of its rows' training counts."""
+    f = tables.fits
+    runs = list(dict.fromkeys(f.loc[f["optimizer"] == optimizer, "run"]))
+    lv = learners_of_runs(runs, tables.losses, margin)
+    out = []
+    for run in runs:
+        mine = f[f["run"] == run]
+        st = mine[(mine["measure"] == "states") & (mine["layer"] != "embed")]
+        by = {m: g.iloc[0] for m, g in mine[mine["layer"] == "embed"].groupby("measure")}
+        rows_settle = (
+            bool(by["jitter"]["high"] < 0 and by["settle"]["high"] < 0)
+            if "jitter" in by and "settle" in by
+            else None
+        )
+        s = tables.states[(tables.states["run"] == run) & (tables.states["layer"] != "embed")]
+        spans = [_decades(g["train_count"]) for _, g in s.groupby("layer")]
+        info = tables.summary["runs"][run]
+        out.append(
+            {
+                "run": run,
+                "model": Path(run).name,
+                "family": str(info["family"]),
+                "seed": info["seed"],
+                "learned": run in lv.kept,
+                "layers": len(st),
+                "falls": int((st["high"] < 0).sum()),
+                "state_decades": min(spans) if spans else 0.0,
+                "rows_settle": rows_settle,
+                "row_decades": _decades(tables.rows.loc[tables.rows["run"] == run, "train_count"]),
+            }
+        )
+    return pd.DataFrame(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Verdicts
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A1's v3 verdict with what the chapter prints."""
+
+    verdict: Verdict
+    key_number: str
+    models: pd.DataFrame
+    learners: Learners | None
+    detail: str = ""
+
+
+def _span_premise(models: pd.DataFrame, column: str, min_decades: float) -> tuple[bool, str]:
+    short = models[models[column] < min_decades]
+    why = "fits spanning fewer than {:g} decades of training frequency: {}".format(
+        min_decades, ", ".join(f"{m} ({d:.2g})" for m, d in short[["model", column]].to_numpy())
+    )
+    return short.empty, why
+
+
+def states_v3(models: pd.DataFrame, section: Section) -> tuple[Verdict, str]:
+    """The states half on the entering models (learned, with a state fit): their shares of
+    falling layers over models (logit scale, bounded), against ``a1_states_rule_v3``."""
+    rule = rule_from_params(section.raw["a1_states_rule_v3"])
+    m = models[models["learned"] & (models["layers"] > 0)]
+    if m.empty:
+        why = "no learned model has a state fit"
+        return Verdict(INCONCLUSIVE, rule.describe(), f"premise fails: {why}"), why
+    iv = share_over_models(m["falls"], m["layers"], section.ci_level)
+    words = (
+        f"share of block layers whose state variance falls with frequency {iv.value:.3g} "
+        f"[{iv.low:.3g}, {iv.high:.3g}] over {iv.n} learned model{'s' * (iv.n != 1)} ({iv.method}; "
+        f"{int(m['falls'].sum())} of {int(m['layers'].sum())} layers)"
+    )
+    holds, why = _span_premise(m, "state_decades", section.min_decades)
+    return given_premise(rule, holds, why, lambda: rule.decide(iv.value, iv.low, iv.high)), words
+
+
+def rows_v3(models: pd.DataFrame, section: Section) -> tuple[Verdict, str]:
+    """The rows half: the share of entering models whose rows settle by frequency
+    (Clopper–Pearson over models), against ``a1_rows_rule_v3``."""
+    rule = rule_from_params(section.raw["a1_rows_rule_v3"])
+    m = models[models["learned"] & models["rows_settle"].notna()]
+    if m.empty:
+        why = "no learned model has both row fits"
+        return Verdict(INCONCLUSIVE, rule.describe(), f"premise fails: {why}"), why
+    k = int(m["rows_settle"].astype(bool).sum())
+    cp = proportion_ci(k, len(m), section.ci_level)
+    words = (
+        f"rows settle by frequency in {k} of {len(m)} learned model{'s' * (len(m) != 1)}, share "
+        f"{cp.fraction:.3g} "
+        f"[{cp.low:.3g}, {cp.high:.3g}] (Clopper-Pearson)"
+    )
+    holds, why = _span_premise(m, "row_decades", section.min_decades)
+    return given_premise(rule, holds, why, lambda: rule.decide(cp.fraction, cp.low, cp.high)), words
+
+
+def a1_v3(
+    tables: Tables,
+    section: Section,
+    change: Mapping[str, Any] | None = None,
+    runs: list[str] | None = None,
+) -> Outcome:
+    """A1 v3 on the runs of one optimizer (``change``: a declared alternative; default AdamW),
+    or on a subset of them (``runs``: one seed's). Both halves must hold (deciding_check). Not
+    yet run: no run of that optimizer, or none whose loss any stage records."""
+    optimizer = (change or {}).get("optimizer", MAIN_OPTIMIZER)
+    rule = rule_from_params(section.raw["a1_states_rule_v3"])
+    models = per_model(tables, optimizer, section.learned_margin)
+    if runs is not None and len(models):
+        models = models[models["run"].isin(runs)]
+    if models.empty:
+        why = f"no {optimizer} run measured"
+        return Outcome(Verdict(NOT_RUN, rule.describe(), why), "", models, None)
+    lv = learners_of_runs(models["run"].tolist(), tables.losses, section.learned_margin)
+    if all(math.isnan(d) for d in lv.left_out.values()) and not lv.kept:
+        why = (
+            f"no stage records the losses of the {optimizer} runs: whether they learned is unknown"
+        )
+        return Outcome(Verdict(NOT_RUN, rule.describe(), why), "", models, lv)
+    v_states, w_states = states_v3(models, section)
+    v_rows, w_rows = rows_v3(models, section)
+    status, what = deciding_check([(v_states, w_states), (v_rows, w_rows)])
+    rules = f"States: {v_states.rule} Rows: {v_rows.rule}"
+    detail = (
+        f"States: {v_states.status} ({v_states.reason}); rows: {v_rows.status} ({v_rows.reason})"
+    )
+    return Outcome(
+        Verdict(status, rules, what), f"{optimizer}: {w_states}; {w_rows}", models, lv, detail
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# v1, v2, seeds, the table's intervals
+# ---------------------------------------------------------------------------------------------
+
+
+def v1_status(counts: Mapping[str, Any] | None, section: Section) -> str:
+    """v1's status (also v2's: v2 kept the rules and added the optimizer alternative) from one
+    optimizer's pooled counts in the stage's summary: both fraction rules, combined."""
+    if not counts:
+        return NOT_RUN
+    statuses = [
+        rule_from_params(section.raw[f"a1_{half}_rule"])
+        .decide(counts[half]["successes"], counts[half]["n_units"])
+        .status
+        for half in ("states", "rows")
+    ]
+    return combine_statuses(statuses)
+
+
+def seed_statuses(tables: Tables, section: Section, models: pd.DataFrame) -> dict[str, str]:
+    """The v3 rules again on each seed's AdamW models."""
+    return {
+        str(seed): a1_v3(tables, section, runs=g["run"].tolist()).verdict.status
+        for seed, g in models.groupby("seed", sort=False)
+    }
+
+
+def excluding(fits: pd.DataFrame) -> pd.DataFrame:
+    """Per measure of ``fits.csv``: how many fits' bootstrap intervals (over types) exclude
+    their estimate, of those with an interval (kept as drawn, never widened)."""
+    rows = []
+    for measure, g in fits.groupby("measure", sort=False):
+        x, n = count_excluding(g["estimate"], g["low"], g["high"])
+        rows.append({"measure": measure, "excluding": x, "fits": n})
+    return pd.DataFrame(rows, columns=["measure", "excluding", "fits"])
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def excluding_words(table: pd.DataFrame) -> str:
+    parts = ", ".join(f"{m} {x} of {n}" for m, x, n in table.to_numpy())
+    return f"bootstrap intervals excluding their estimate in fits.csv: {parts}"
+
+
+# ---------------------------------------------------------------------------------------------
+# The row
+# ---------------------------------------------------------------------------------------------
+
+
+def verdicts(tables: Tables, section: Section) -> list[Claim]:
+    """The chapter's A1 row (trained models): v3 with v1 and v2 beside it, decided after
+    seeing data."""
+    o = a1_v3(tables, section)
+    alts = {n: a1_v3(tables, section, c).verdict.status for n, c in section.alternatives.items()}
+    v1 = v1_status(tables.summary.get(MAIN_OPTIMIZER), section)
+    seeds = seed_statuses(tables, section, o.models) if len(o.models) else {}
+    n = int(o.models["learned"].sum()) if len(o.models) else 0
+    gone = o.learners.words() if o.learners else ""
+    detail = (
+        f"{o.detail or o.verdict.reason}. {_sentence(gone)}. "
+        f"{_sentence(excluding_words(excluding(tables.fits)))}."
+    )
+    return [
+        Claim(
+            "A1",
+            o.verdict.status,
+            o.key_number,
+            CHAPTER,
+            detail,
+            anchor=ANCHOR,
+            rule=o.verdict.rule,
+            unit=f"trained model (learned {MAIN_OPTIMIZER} runs; n = {n})",
+            seeds_agreeing=seeds_agreeing(seeds.values(), o.verdict.status) if seeds else "",
+            robust=robustness(o.verdict.status, alts),
+            rule_v1=v1,
+            rule_v2=v1,
+            revision=section.revision,
+            scale=scale_of_runs(tables.summary["runs"]),
+            decided=AFTER_DATA,
+        )
+    ]

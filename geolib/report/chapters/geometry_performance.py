@@ -1,0 +1,504 @@
+"""Chapter ``geometry_performance`` (claims B1, B2, B7): does the geometry of the unembedding W
+tell anything about performance that in-distribution loss does not?
+
+The chapter's section of ``params.yaml`` (:class:`Section`), its tables (:class:`Tables`,
+:func:`load_tables`) and its verdicts (:func:`verdicts`): each claim decided by its v3 rule
+(:func:`b1`, :func:`b2`, :func:`b7`), with its v1 and v2 verdicts kept on the row. The v3 rules
+count only the models that learned (:func:`learned`) and hold model size fixed: the two sizes
+differ in width, and effective rank grows with width, so an association over all models can
+come from the size step alone (Simpson's paradox). Numbers the v3 rules need that the analysis
+stage does not write (the signed association, R² gaps within size, partial correlations over
+the learned models) are computed here from ``models.csv`` with :mod:`geolib.measure.stats`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from geolib.measure.geometry import GEOMETRY, ID_LOSS
+from geolib.measure.stats import (
+    Interval,
+    interval,
+    partial_spearman,
+    partial_spearman_within,
+    pearson_along,
+    spearman_along,
+)
+from geolib.report.claims import AFTER_DATA, Claim, scale_of_runs
+from geolib.report.rules import (
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    NOT_RUN,
+    REPRODUCED,
+    Learners,
+    Verdict,
+    given_premise,
+    robustness,
+    rule_from_params,
+)
+from geolib.report.sweep_chapters import (
+    Checks,
+    Decision,
+    SweepSection,
+    SweepTables,
+    all_learned,
+    combined,
+    decide_interval,
+    enough_per_size,
+    excluding,
+    excluding_words,
+    learned_models,
+    learned_text,
+    mapping,
+    rule_spec,
+    unigram_entropy,
+    v3_spec,
+    varies_among,
+    words,
+)
+
+CHAPTER = "geometry_performance"
+#: the MyST target of each claim's verdict cell in the chapter
+ANCHORS = {c: f"verdict-{c.lower()}" for c in ("B1", "B2", "B7")}
+#: the W metrics whose partial correlation with OOD loss B7 reads
+W_METRICS = tuple(f"w_{m}" for m in GEOMETRY)
+#: the tables of this chapter whose intervals are bootstrap intervals (counted, never widened)
+BOOTSTRAP_TABLES = ("prediction", "within", "r2_gap", "r2_gap_alternatives", "agreement")
+V1_RULES = ("b1_loose", "b2_id_beats_rank", "b7_agree", "b7_no_prediction", "b7_h_varies_less")
+V3_RULES = {"b1_v3": ("sign", "loose"), "b2_v3": ("decide",), "b7_v3": ()}
+
+
+@dataclass(frozen=True)
+class Section(SweepSection):
+    """The ``geometry_performance`` section as B1, B2 and B7 read it: the shared fields
+    (:class:`~geolib.report.sweep_chapters.SweepSection`) and each claim's v3 mapping."""
+
+    b1_v3: Mapping[str, Any]
+    b2_v3: Mapping[str, Any]
+    b7_v3: Mapping[str, Any]
+
+    @classmethod
+    def from_params(
+        cls, section: Mapping[str, Any], verdicts: Mapping[str, Any] | None = None
+    ) -> Section:
+        """From the section (``common`` merged in) and the top-level ``verdicts`` section."""
+        base = cls.fields_from(section, verdicts, V1_RULES, ("premise_min_sd_ratio", "B1", "B7"))
+        v3 = {}
+        for key, rules in V3_RULES.items():
+            if key not in section:
+                raise ValueError(f"{CHAPTER}: missing key {key!r} (the v3 rule)")
+            v3[key] = v3_spec(f"{CHAPTER}.{key}", section[key], rules)
+        rule_spec(
+            f"{CHAPTER}.v2.B1.decide", mapping(f"{CHAPTER}.v2.B1", base["v2"]["B1"]).get("decide")
+        )
+        return cls(**base, **v3)
+
+
+@dataclass(frozen=True)
+class Tables:
+    """The sweep's tables (``data/results/geometry_performance``), the unigram entropy of the
+    training split (the bar a model must beat to have learned), and the Spearman matrices of
+    the W and H metrics over models (for the figure)."""
+
+    sweep: SweepTables
+    unigram_entropy: float
+    w_correlations: pd.DataFrame
+    h_correlations: pd.DataFrame
+
+
+def load_tables(section: Section, points: Sequence[str]) -> Tables:
+    """Read the tables from where the analysis stage wrote them (``points``: the sweep's)."""
+    sweep = SweepTables.load(section.models_table.parent, list(points))
+    corr = {k: pd.read_csv(sweep.folder / f"{k}_correlations.csv", index_col=0) for k in ("w", "h")}
+    return Tables(sweep, unigram_entropy(section.unigram_counts), corr["w"], corr["h"])
+
+
+def learned(tables: Tables, section: Section) -> Learners:
+    """The models that learned (only they enter a v3 verdict)."""
+    return learned_models(tables.sweep.models, tables.unigram_entropy, section.learned_margin)
+
+
+# ---------------------------------------------------------------------------------------------
+# Statistics over the learned models (the trained model is the unit)
+# ---------------------------------------------------------------------------------------------
+
+
+def within_r(x: np.ndarray, y: np.ndarray, groups: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Pearson's r of ``x`` and ``y`` once each group's mean is removed from both (its square is
+    :func:`geolib.measure.stats.r_squared` with ``groups``), along ``axis`` (resample stacks)."""
+    xc, yc = np.array(x, dtype=np.float64), np.array(y, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for u in np.unique(groups):
+            m = groups == u
+            n = m.sum(axis=axis, keepdims=True)
+            xc = np.where(m, x - np.where(m, x, 0.0).sum(axis=axis, keepdims=True) / n, xc)
+            yc = np.where(m, y - np.where(m, y, 0.0).sum(axis=axis, keepdims=True) / n, yc)
+    return pearson_along(xc, yc, axis)
+
+
+def _models(tables: Tables, kept: Sequence[str]) -> pd.DataFrame:
+    m = tables.sweep.models
+    return m[m["name"].isin(kept)].reset_index(drop=True)
+
+
+def _groups(models: pd.DataFrame, within: bool) -> np.ndarray:
+    if not within:
+        return np.zeros(len(models))
+    return pd.factorize(models["size"], sort=True)[0].astype(np.float64)
+
+
+def _interval(statistic: Callable, *arrays: np.ndarray, section: Section, **kw: Any) -> Interval:
+    return interval(
+        statistic,
+        *arrays,
+        n_boot=section.n_boot,
+        level=section.level,
+        seed=section.seed,
+        unit="model",
+        undefined="nan",
+        **kw,
+    )
+
+
+@dataclass(frozen=True)
+class Association:
+    """The signed association of a predictor with an outcome (``r``: Pearson's, within size
+    or over all models) and its square (``r2``), each with its bootstrap interval over models."""
+
+    r: Interval
+    r2: Interval
+
+
+def association(
+    tables: Tables,
+    section: Section,
+    kept: Sequence[str],
+    predictor: str,
+    outcome: str = ID_LOSS,
+    within: bool = True,
+) -> Association:
+    """:class:`Association` of ``predictor`` with ``outcome`` over the models ``kept``."""
+    m = _models(tables, kept)
+    x, y, g = m[predictor].to_numpy(float), m[outcome].to_numpy(float), _groups(m, within)
+
+    def r2(*a: np.ndarray, axis: int = -1) -> np.ndarray:
+        return within_r(*a, axis=axis) ** 2
+
+    return Association(
+        _interval(within_r, x, y, g, section=section, vectorized=True),
+        _interval(r2, x, y, g, section=section, vectorized=True),
+    )
+
+
+def rank_loss_by_size(
+    tables: Tables, section: Section, kept: Sequence[str], predictor: str = "w_erank"
+) -> pd.DataFrame:
+    """Per size, Spearman's ρ of ``predictor`` with ID test loss over the learned models, with
+    its bootstrap interval (NaN with fewer than 4 models); ``excludes``: the interval excludes
+    its estimate (reported, never widened)."""
+    rows = []
+    for size, g in _models(tables, kept).groupby("size", sort=True):
+        row = {"size": size, "models": len(g), "spearman": np.nan, "ci_low": np.nan}
+        row["ci_high"] = np.nan
+        if len(g) >= 4:
+            cols = (g[predictor].to_numpy(float), g[ID_LOSS].to_numpy(float))
+            iv = _interval(spearman_along, *cols, section=section, vectorized=True)
+            row.update(spearman=iv.value, ci_low=iv.low, ci_high=iv.high)
+        rows.append(row)
+    out = pd.DataFrame(rows, columns=["size", "models", "spearman", "ci_low", "ci_high"])
+    return out.assign(excludes=~out["spearman"].between(out["ci_low"], out["ci_high"]))
+
+
+def r2_gaps(
+    tables: Tables,
+    section: Section,
+    kept: Sequence[str],
+    worse: str = "w_erank",
+    within: bool = True,
+) -> pd.DataFrame:
+    """Per OOD domain, R²(OOD ~ ID loss) − R²(OOD ~ ``worse``), within size (or over all
+    models), with a paired bootstrap interval over the learned models."""
+    m = _models(tables, kept)
+    b, w, g = m[ID_LOSS].to_numpy(float), m[worse].to_numpy(float), _groups(m, within)
+
+    def gap(b: np.ndarray, w: np.ndarray, y: np.ndarray, g: np.ndarray, axis: int = -1):
+        return within_r(b, y, g, axis) ** 2 - within_r(w, y, g, axis) ** 2
+
+    rows = []
+    for outcome in (o for o in tables.sweep.ood if o != "loss_ood_mean"):
+        y = m[outcome].to_numpy(float)
+        iv = _interval(gap, b, w, y, g, section=section, vectorized=True)
+        rows.append({"outcome": outcome, "r2_gap": iv.value, "ci_low": iv.low, "ci_high": iv.high})
+    return pd.DataFrame(rows, columns=["outcome", "r2_gap", "ci_low", "ci_high"])
+
+
+def _partial_within(x: np.ndarray, y: np.ndarray, z: np.ndarray, g: np.ndarray) -> float:
+    """Undefined (NaN) on a resample that holds one size only."""
+    return partial_spearman_within(x, y, z, g) if np.unique(g).size > 1 else np.nan
+
+
+def partials(
+    tables: Tables, section: Section, kept: Sequence[str], within: bool = True
+) -> pd.DataFrame:
+    """Partial Spearman ρ of each W metric with mean OOD loss given ID loss (and size, when
+    ``within``), over the learned models, with its bootstrap interval. A metric constant over
+    the models (within size) is left out: it has no correlation to speak of."""
+    m = _models(tables, kept)
+    y, z, g = m["loss_ood_mean"].to_numpy(float), m[ID_LOSS].to_numpy(float), _groups(m, within)
+    rows = []
+    for predictor in (p for p in W_METRICS if p in m.columns):
+        x = m[predictor].to_numpy(float)
+        if np.ptp(x - pd.Series(x).groupby(g).transform("mean").to_numpy()) == 0:
+            continue
+        stat = _partial_within if within else partial_spearman
+        iv = _interval(stat, *((x, y, z, g) if within else (x, y, z)), section=section)
+        rows.append({"predictor": predictor, "partial": iv.value, "low": iv.low, "high": iv.high})
+    return pd.DataFrame(rows, columns=["predictor", "partial", "low", "high"])
+
+
+# ---------------------------------------------------------------------------------------------
+# v1 and v2 (kept on each row)
+# ---------------------------------------------------------------------------------------------
+
+
+def v1_checks(tables: Tables, section: Section, log: Callable = lambda _: None) -> Checks:
+    """The v1 checks of B1, B2 and B7, over all models, as the tables hold them."""
+    t, checks = tables.sweep, Checks(section.verdict, log)
+    b1_ = t.predicts(ID_LOSS, "w_erank")
+    checks.decide(
+        "B1", "b1_loose", b1_.r2, b1_.r2_ci_low, b1_.r2_ci_high, "R²(ID test loss ~ erank W)"
+    )
+    for r in t.r2_gap[t.r2_gap.outcome != "loss_ood_mean"].itertuples():
+        checks.decide(
+            "B2", "b2_id_beats_rank", r.r2_gap, r.ci_low, r.ci_high, f"R² gap, {r.outcome}"
+        )
+    a, c = t.agreement.iloc[0], t.agreement.iloc[1]
+    checks.decide("B7", "b7_agree", a.value, a.ci_low, a.ci_high, "median |ρ| between W metrics")
+    p = t.prediction
+    rows = p[
+        (p.outcome == "loss_ood_mean")
+        & p.predictor.str.startswith("w_")
+        & (p.predictor != "w_erank_per_width")
+    ]
+    for r in rows.itertuples():
+        if pd.notna(r.partial_spearman):
+            lo, hi = r.partial_spearman_ci_low, r.partial_spearman_ci_high
+            what = f"partial ρ({r.predictor}, OOD | ID)"
+            checks.decide("B7", "b7_no_prediction", r.partial_spearman, lo, hi, what)
+    checks.decide(
+        "B7", "b7_h_varies_less", c.value, c.ci_low, c.ci_high, "CV(erank H) / CV(erank W)"
+    )
+    return checks
+
+
+def v2_statuses(tables: Tables, section: Section, v1: Checks) -> dict[str, str]:
+    """The v2 verdicts of B1, B2 and B7 (size held fixed where v2 held it, after v2's
+    premise that the outcome varies beyond its seed noise), over all models."""
+    t, ratio = tables.sweep, section.v2["premise_min_sd_ratio"]
+
+    def premised(rule: Any, outcome: str, est: Any, lo: Any, hi: Any, what: str) -> Verdict:
+        ok, why = t.varies(outcome, ratio)
+        return given_premise(rule, ok, why, lambda: decide_interval(rule, est, lo, hi, what)[0])
+
+    r = t.predicts(ID_LOSS, "w_erank", within=True)
+    b1_ = premised(
+        rule_from_params(section.v2["B1"]["decide"]), ID_LOSS, r.r2, r.r2_ci_low, r.r2_ci_high, "R²"
+    )
+    rule_b2 = rule_from_params(section.verdict["b2_id_beats_rank"])
+    b2_ = [
+        (premised(rule_b2, g.outcome, g.r2_gap, g.ci_low, g.ci_high, "R² gap"), g.outcome)
+        for g in t.r2_gap[t.r2_gap.outcome != "loss_ood_mean"].itertuples()
+    ]
+    rule_b7 = rule_from_params(section.verdict["b7_no_prediction"])
+    w = t.within
+    b7_ = [v1["B7"][0], v1["B7"][-1]]
+    for row in w[(w.outcome == "loss_ood_mean") & w.predictor.str.startswith("w_")].itertuples():
+        if pd.notna(getattr(row, "partial_spearman", np.nan)):
+            lo, hi = row.partial_spearman_ci_low, row.partial_spearman_ci_high
+            v = premised(rule_b7, "loss_ood_mean", row.partial_spearman, lo, hi, row.predictor)
+            b7_.append((v, row.predictor))
+    return {"B1": b1_.status, "B2": combined(b2_).status, "B7": combined(b7_).status}
+
+
+# ---------------------------------------------------------------------------------------------
+# v3
+# ---------------------------------------------------------------------------------------------
+
+
+def _premise(
+    tables: Tables, section: Section, outcome: str, learned_: Learners
+) -> tuple[bool, str]:
+    """Enough learned models in each size, and ``outcome`` varying among them beyond its noise."""
+    ok, why = enough_per_size(tables.sweep.models, learned_, section.min_learned_per_size)
+    if not ok:
+        return ok, why
+    return varies_among(tables.sweep, outcome, learned_.kept, section.v2["premise_min_sd_ratio"])
+
+
+def _failed(rule: Any, why: str, what: str) -> Decision:
+    """Inconclusive: the premise failed, so ``what`` was not computed."""
+    v = given_premise(rule, False, why, lambda: rule)
+    return Decision(v, f"{what}: not computed", ((v, f"{what}: not computed"),))
+
+
+def b1(tables: Tables, section: Section, change: Mapping[str, Any] | None = None) -> Decision:
+    """B1 v3: over the learned models, size held fixed, after v2's premise. The sign first:
+    Paper B's "high-rank models that perform badly" are exceptions to higher rank going with
+    better (lower) loss, so r(rank, loss) must be negative; a positive one cannot reproduce the
+    claim (not reproduced), an undetermined one is inconclusive. Where the sign holds, v2's
+    looseness rule (R² below its bar) decides."""
+    change = change or {}
+    predictor, within = change.get("predictor", "w_erank"), change.get("within", True)
+    spec = section.b1_v3
+    sign_rule, loose_rule = rule_from_params(spec["sign"]), rule_from_params(spec["loose"])
+    learned_ = learned(tables, section)
+    ok, why = _premise(tables, section, ID_LOSS, learned_)
+    if not ok:
+        return _failed(sign_rule, why, f"r(ID test loss, {predictor})")
+    a = association(tables, section, learned_.kept, predictor, within=within)
+    where = f"{predictor}, {'within size' if within else 'over all models'}"
+    sign = decide_interval(sign_rule, a.r.value, a.r.low, a.r.high, f"r(ID test loss, {where})")
+    loose = decide_interval(
+        loose_rule, a.r2.value, a.r2.low, a.r2.high, f"R²(ID test loss ~ {where})"
+    )
+    checks = (sign, loose)
+    if sign[0].status == REPRODUCED:
+        return Decision(loose[0], loose[1], checks)
+    if sign[0].status == NOT_REPRODUCED:
+        reason = f"wrong sign: higher rank goes with higher loss ({sign[0].reason})"
+    else:
+        reason = f"the sign of the association is undetermined ({sign[0].reason})"
+    status = NOT_REPRODUCED if sign[0].status == NOT_REPRODUCED else INCONCLUSIVE
+    return Decision(Verdict(status, sign_rule.describe(), reason), sign[1], checks)
+
+
+def b2(tables: Tables, section: Section, change: Mapping[str, Any] | None = None) -> Decision:
+    """B2 v3: v1's rule on the R² gap of each OOD domain, now within size (v2 pooled the sizes),
+    over the learned models, each after its premise (the domain's loss varies beyond its seed
+    noise); the key number is the check that decided."""
+    change = change or {}
+    worse, within = change.get("worse", "w_erank"), change.get("within", True)
+    rule = rule_from_params(section.b2_v3["decide"])
+    learned_ = learned(tables, section)
+    ok, why = enough_per_size(tables.sweep.models, learned_, section.min_learned_per_size)
+    if not ok:
+        return _failed(rule, why, f"R²(ID) − R²({worse}) per OOD domain")
+    checks = []
+    for r in r2_gaps(tables, section, learned_.kept, worse, within).itertuples():
+        size = "within size" if within else "over all models"
+        what = f"R²(ID) − R²({worse}), {r.outcome}, {size}"
+        v, text = decide_interval(rule, r.r2_gap, r.ci_low, r.ci_high, what)
+        ok, why = varies_among(
+            tables.sweep, r.outcome, learned_.kept, section.v2["premise_min_sd_ratio"]
+        )
+        checks.append((given_premise(rule, ok, why, lambda v=v: v), text))
+    return combined(checks)
+
+
+def b7(tables: Tables, section: Section, change: Mapping[str, Any] | None = None) -> Decision:
+    """B7 v3: v2's three parts (the W metrics agree; none predicts OOD loss beyond ID loss, size
+    held fixed, after the premise that OOD loss varies; H varies less than W), over the learned
+    models. The partial correlations are recomputed over them; the agreement and the CV ratio
+    come from ``agreement.csv``, computed over all models, and count only if every model
+    learned."""
+    within = (change or {}).get("within", True)
+    rule = rule_from_params(section.verdict["b7_no_prediction"])
+    learned_ = learned(tables, section)
+    everyone = list(tables.sweep.models["name"])
+    a, c = tables.sweep.agreement.iloc[0], tables.sweep.agreement.iloc[1]
+    ok_all, why_all = all_learned(learned_, everyone, "agreement.csv")
+
+    def from_table(key: str, row: Any, what: str) -> tuple[Verdict, str]:
+        rule_ = rule_from_params(section.verdict[key])
+        v, text = decide_interval(rule_, row.value, row.ci_low, row.ci_high, what)
+        return given_premise(rule_, ok_all, why_all, lambda: v), text
+
+    checks = [from_table("b7_agree", a, "median |ρ| between W metrics")]
+    ok, why = _premise(tables, section, "loss_ood_mean", learned_)
+    if not ok:
+        v = given_premise(rule, False, why, lambda: rule)
+        checks.append((v, "partial ρ(W metrics, OOD | ID, size): not computed"))
+    else:
+        given = "ID, size" if within else "ID"
+        for r in partials(tables, section, learned_.kept, within).itertuples():
+            what = f"partial ρ({r.predictor}, OOD | {given})"
+            checks.append(decide_interval(rule, r.partial, r.low, r.high, what))
+    checks.append(from_table("b7_h_varies_less", c, "CV(erank H) / CV(erank W)"))
+    return combined(checks)
+
+
+# ---------------------------------------------------------------------------------------------
+# The chapter's rows
+# ---------------------------------------------------------------------------------------------
+
+DECIDE = {"B1": ("b1_v3", b1), "B2": ("b2_v3", b2), "B7": ("b7_v3", b7)}
+
+
+def alternatives(tables: Tables, section: Section, claim: str) -> dict[str, str]:
+    """The status of ``claim`` under each declared alternative (a rank this run did not
+    measure: ``not yet run``)."""
+    key, decide = DECIDE[claim]
+    columns = set(tables.sweep.models.columns)
+    out = {}
+    for name, change in getattr(section, key)["alternatives"].items():
+        needs = {v for k, v in change.items() if k in ("predictor", "worse")}
+        out[name] = decide(tables, section, change).status if needs <= columns else NOT_RUN
+    return out
+
+
+RULE_WORDS = {
+    "B1": "v3, learned models, size held fixed, after the premise that ID loss varies: first "
+    "the sign, {sign}; where it holds, {loose}",
+    "B2": "v3, learned models, per OOD domain within size, after the premise that its loss "
+    "varies: {decide}",
+    "B7": "v3, learned models, size held fixed: v1's three rules (agreement, no prediction "
+    "beyond loss, H varies less), each after its premise",
+}
+
+
+def verdicts(tables: Tables, section: Section) -> list[Claim]:
+    """The chapter's claim rows (B1, B2, B7): each v3 verdict with its alternatives, and the v1
+    and v2 verdicts beside it."""
+    v1 = v1_checks(tables, section)
+    v2 = v2_statuses(tables, section, v1)
+    learned_ = learned(tables, section)
+    counts = excluding_words(excluding(tables.sweep, BOOTSTRAP_TABLES))
+    by_size = rank_loss_by_size(tables, section, learned_.kept)
+    sizes = ", ".join(
+        f"{r.size} {r.spearman:+.2f} [{r.ci_low:+.2f}, {r.ci_high:+.2f}]"
+        + (" (estimate outside its interval)" if r.excludes and pd.notna(r.ci_low) else "")
+        for r in by_size.itertuples()
+    )
+    extra = {"B1": f" Spearman ρ(erank W, ID test loss) per size: {sizes}."}
+    rows = []
+    for claim, (key, decide) in DECIDE.items():
+        d = decide(tables, section, None)
+        spec = getattr(section, key)
+        rules = {k: rule_from_params(spec[k]).describe() for k in V3_RULES[key]}
+        v1_status, _, v1_detail = v1.summary(claim)
+        rows.append(
+            Claim(
+                claim,
+                d.status,
+                d.key_number,
+                CHAPTER,
+                f"v3: {d.words()}.{extra.get(claim, '')} {learned_text(learned_)}. {counts}. "
+                f"v1: {v1_detail}",
+                anchor=ANCHORS[claim],
+                rule=RULE_WORDS[claim].format(**rules),
+                unit=f"trained models that learned ({len(learned_.kept)} of "
+                f"{len(tables.sweep.models)}), size held fixed",
+                robust=robustness(d.status, alternatives(tables, section, claim)),
+                rule_v1=v1_status,
+                rule_v2=v2[claim],
+                revision=words(spec["revision"]),
+                scale=scale_of_runs(tables.sweep.scale_runs()),
+                decided=AFTER_DATA,
+            )
+        )
+    return rows
