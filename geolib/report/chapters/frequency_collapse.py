@@ -39,6 +39,7 @@ from geolib.report.rules import (
     learners_of_runs,
     robustness,
     rule_from_params,
+    rule_with,
     seeds_agreeing,
 )
 
@@ -80,8 +81,10 @@ class Section:
             if key not in v3:
                 raise ValueError(f"frequency_collapse.a1_v3 lacks {key!r}")
         for name, change in v3["alternatives"].items():
-            if set(change) != {"optimizer"}:
-                raise ValueError(f"alternative {name!r} may change the optimizer only: {change}")
+            if not change or not set(change) <= {"optimizer", "threshold"}:
+                raise ValueError(
+                    f"alternative {name!r} may change the optimizer or the bar only: {change}"
+                )
         level = check.scalar("ci_level", section["ci_level"], low=0.0, strict=True)
         if level >= 1:
             raise ValueError(f"ci_level must be in (0, 1), got {level}")
@@ -196,10 +199,13 @@ def _span_premise(models: pd.DataFrame, column: str, min_decades: float) -> tupl
     return short.empty, why
 
 
-def states_v3(models: pd.DataFrame, section: Section) -> tuple[Verdict, str]:
+def states_v3(
+    models: pd.DataFrame, section: Section, change: Mapping[str, Any] | None = None
+) -> tuple[Verdict, str]:
     """The states half on the entering models (learned, with a state fit): their shares of
-    falling layers over models (logit scale, bounded), against ``a1_states_rule_v3``."""
-    rule = rule_from_params(section.raw["a1_states_rule_v3"])
+    falling layers over models (logit scale, bounded), against ``a1_states_rule_v3`` (its
+    ``threshold`` replaced where a declared alternative changes it)."""
+    rule = rule_with(section.raw["a1_states_rule_v3"], change or {})
     m = models[models["learned"] & (models["layers"] > 0)]
     if m.empty:
         why = "no learned model has a state fit"
@@ -214,10 +220,12 @@ def states_v3(models: pd.DataFrame, section: Section) -> tuple[Verdict, str]:
     return given_premise(rule, holds, why, lambda: rule.decide(iv.value, iv.low, iv.high)), words
 
 
-def rows_v3(models: pd.DataFrame, section: Section) -> tuple[Verdict, str]:
+def rows_v3(
+    models: pd.DataFrame, section: Section, change: Mapping[str, Any] | None = None
+) -> tuple[Verdict, str]:
     """The rows half: the share of entering models whose rows settle by frequency
-    (Clopper–Pearson over models), against ``a1_rows_rule_v3``."""
-    rule = rule_from_params(section.raw["a1_rows_rule_v3"])
+    (Clopper–Pearson over models), against ``a1_rows_rule_v3`` (as :func:`states_v3`)."""
+    rule = rule_with(section.raw["a1_rows_rule_v3"], change or {})
     m = models[models["learned"] & models["rows_settle"].notna()]
     if m.empty:
         why = "no learned model has both row fits"
@@ -256,8 +264,9 @@ def a1_v3(
             f"no stage records the losses of the {optimizer} runs: whether they learned is unknown"
         )
         return Outcome(Verdict(NOT_RUN, rule.describe(), why), "", models, lv)
-    v_states, w_states = states_v3(models, section)
-    v_rows, w_rows = rows_v3(models, section)
+    bar = {k: v for k, v in (change or {}).items() if k == "threshold"}
+    v_states, w_states = states_v3(models, section, bar)
+    v_rows, w_rows = rows_v3(models, section, bar)
     status, what = deciding_check([(v_states, w_states), (v_rows, w_rows)])
     rules = f"States: {v_states.rule} Rows: {v_rows.rule}"
     detail = (

@@ -219,7 +219,18 @@ def test_bad_input_raises_clear_errors():
         fc.Section.from_params(SECTION, None)
     with pytest.raises(ValueError, match="min_decades"):
         section(a1_v3={**SECTION["a1_v3"], "min_decades": 0})
-    with pytest.raises(ValueError, match="may change the optimizer only"):
+    with pytest.raises(ValueError, match="may change the optimizer or the bar only"):
         section(a1_v3={**SECTION["a1_v3"], "alternatives": {"x": {"zeta": 0}}})
     with pytest.raises(ValueError, match="missing field"):
         section(a1_states_rule_v3={"rule": "threshold", "reason": "r"})
+
+
+def test_the_bar_alternative_decides_both_halves_against_three_quarters():
+    """Six models at 4 of 4 falling layers: the states share's lower bound clears one half but
+    not three quarters, which the declared alternative (v1's bar) asks."""
+    t = tables(adamw(falls=4, rows=True))
+    _, lo, _ = share_by_hand([4] * 6)
+    assert 0.5 < lo < 0.75
+    bar = {"threshold": 0.75}
+    assert fc.a1_v3(t, section()).verdict.status == REPRODUCED
+    assert fc.a1_v3(t, section(), bar).verdict.status == INCONCLUSIVE
