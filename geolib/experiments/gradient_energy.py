@@ -60,7 +60,12 @@ from geolib.measure.probes import (
     states_and_gradients,
     top_subspaces,
 )
-from geolib.measure.stats import Interval, bootstrap_weights, percentile_interval
+from geolib.measure.stats import (
+    Interval,
+    bootstrap_weights,
+    entropy_of_counts,
+    percentile_interval,
+)
 from geolib.models.checkpoints import (
     load,
     revision_step,
@@ -79,9 +84,7 @@ from geolib.stage import stage
 
 def unigram_entropy(tokens: np.ndarray) -> float:
     """Entropy (nats) of the token frequencies: the loss of the best context-free predictor."""
-    counts = np.bincount(np.asarray(tokens, dtype=np.int64))
-    p = counts[counts > 0] / counts.sum()
-    return float(-(p * np.log(p)).sum())
+    return entropy_of_counts(np.bincount(np.asarray(tokens, dtype=np.int64)))
 
 
 # ---------------------------------------------------------------------------------------------

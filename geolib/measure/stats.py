@@ -264,6 +264,16 @@ def count_excluding(estimate: Any, low: Any, high: Any) -> tuple[int, int]:
     return int(outside.sum()), int(finite.sum())
 
 
+def entropy_of_counts(counts: Any) -> float:
+    """Shannon entropy (nats) of the distribution that non-negative ``counts`` define (0 log 0 =
+    0): for token counts, the loss of the best predictor that ignores context."""
+    c = np.asarray(counts, dtype=np.float64).ravel()
+    if c.size == 0 or not np.all(np.isfinite(c)) or np.any(c < 0) or c.sum() <= 0:
+        raise ValueError("counts must be finite, >= 0 and not all zero")
+    p = c[c > 0] / c.sum()
+    return float(-(p * np.log(p)).sum())
+
+
 def zipf_fit(
     counts: np.ndarray, rank_min: int = 1, rank_max: int | None = None
 ) -> dict[str, float]:

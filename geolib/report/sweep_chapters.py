@@ -20,11 +20,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from geolib.measure import validate as check
 from geolib.measure.geometry import ID_LOSS
-from geolib.measure.stats import count_excluding, proportion_ci, within_groups
+from geolib.measure.stats import count_excluding, entropy_of_counts, proportion_ci, within_groups
 from geolib.report.claims import Claim, history
 from geolib.report.rules import (
     Learners,
@@ -369,11 +368,10 @@ def unigram_entropy(path: str | Path) -> float:
     split's counts, written by the tokenizer stage): the loss of the best predictor that ignores
     context, the bar a model must beat to have learned."""
     counts = pd.read_csv(path, usecols=["count"])["count"].to_numpy(np.float64)
-    if counts.size == 0 or not np.all(np.isfinite(counts)) or np.any(counts < 0):
-        raise ValueError(f"{path}: token counts must be finite and >= 0")
-    if counts.sum() <= 0:
-        raise ValueError(f"{path}: no tokens counted")
-    return float(stats.entropy(counts))
+    try:
+        return entropy_of_counts(counts)
+    except ValueError as err:
+        raise ValueError(f"{path}: token counts: {err}") from None
 
 
 def learned_models(models: pd.DataFrame, entropy: float, margin: float) -> Learners:

@@ -447,3 +447,16 @@ def test_count_excluding_counts_estimates_outside_finite_intervals():
     assert count_excluding(est, low, high) == (2, 3)
     with pytest.raises(ValueError):
         count_excluding([1.0], [0.0, 1.0], [2.0])
+
+
+def test_entropy_of_counts_in_nats():
+    from geolib.measure.stats import entropy_of_counts
+
+    assert entropy_of_counts([5, 5, 5, 5]) == pytest.approx(math.log(4))
+    assert entropy_of_counts([0, 3, 0]) == 0.0  # 0 log 0 = 0
+    assert entropy_of_counts([1, 3]) == pytest.approx(
+        -(0.25 * math.log(0.25) + 0.75 * math.log(0.75))
+    )
+    for bad in ([], [0, 0], [1, -1], [1, np.nan]):
+        with pytest.raises(ValueError):
+            entropy_of_counts(bad)

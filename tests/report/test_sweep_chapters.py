@@ -192,7 +192,7 @@ def test_unigram_entropy_of_the_token_counts(tmp_path):
     expected = -(0.5 * np.log(0.5) + 2 * 0.25 * np.log(0.25))  # 0 log 0 = 0
     assert unigram_entropy(path) == pytest.approx(expected, rel=1e-12)
     pd.DataFrame({"token_id": [0], "token": ["a"], "count": [0]}).to_csv(path, index=False)
-    with pytest.raises(ValueError, match="no tokens"):
+    with pytest.raises(ValueError, match="not all zero"):
         unigram_entropy(path)
 
 
