@@ -274,13 +274,13 @@ def a7_per_model(
         pre = [s for s in sorted(frozen_sources) if s not in learned and s < final]
         pre_s = null_source if null_source is not None else (pre[-1] if pre else None)
         post_s = post[0] if post else None
+        ends = {}
+        for s in {pre_s, post_s} - {None}:
+            f = _blocks(tables.r_energy, k, f"step-{s}")
+            f = f[(f["run"] == run) & (f["step"] == final)]
+            ends[s] = float(np.median(np.log(f["r_energy"]))) if len(f) else math.nan
         diff = math.nan
         if pre_s is not None and post_s is not None and post_s != pre_s:
-            ends = {}
-            for s in (pre_s, post_s):
-                f = _blocks(tables.r_energy, k, f"step-{s}")
-                f = f[(f["run"] == run) & (f["step"] == final)]
-                ends[s] = float(np.median(np.log(f["r_energy"]))) if len(f) else math.nan
             diff = ends[post_s] - ends[pre_s]
         rows.append(
             {
@@ -296,6 +296,8 @@ def a7_per_model(
                 "strongest_early": bool(peak <= early and low > 1.0),
                 "null_source": pre_s,
                 "early_source": post_s,
+                "null_end_r": math.exp(ends[pre_s]) if pre_s is not None else math.nan,
+                "early_end_r": math.exp(ends[post_s]) if post_s is not None else math.nan,
                 "end_log_r_gain": diff,
             }
         )
@@ -477,8 +479,20 @@ def a7_v3(tables: Tables, section: Section, change: Mapping[str, Any] | None = N
     status, what = deciding_check([(v_early, early_words), (v_null, null_words)])
     warm = int(section.a7["warmup_steps"])
     first_after = int((per["peak_step"] == _first_after(tables, warm)).sum())
+    null = per.dropna(subset=["end_log_r_gain"])
+    null_words_end = (
+        "T frozen before learning (step "
+        + ", ".join(str(int(s)) for s in sorted(null["null_source"].unique()))
+        + f") ends with median R_energy {null['null_end_r'].median():.3g} over the models, "
+        "T frozen early in learning (step "
+        + ", ".join(str(int(s)) for s in sorted(null["early_source"].unique()))
+        + f") with {null['early_end_r'].median():.3g}. "
+        if len(null)
+        else ""
+    )
     detail = (
-        f"strongest early: {v_early.reason}; beyond the null: {v_null.reason}. Peaks: "
+        f"{null_words_end}strongest early: {v_early.reason}; beyond the null: {v_null.reason}. "
+        "Peaks: "
         + ", ".join(f"{m} step {s}" for m, s in per[["model", "peak_step"]].to_numpy())
         + f"; {first_after} of {n} at the first checkpoint after the {warm}-step warm-up. "
         f"{lv.words()}."

@@ -236,6 +236,9 @@ def test_a7_null_beaten_and_not_beaten():
     h = stats.t.ppf(0.975, 5) * gains.std(ddof=1) / math.sqrt(6)
     m = gains.mean()
     assert f"{m:.3g} [{m - h:.3g}, {m + h:.3g}] over 6 models" in ok.key_number
+    # how the null fared: T frozen at step 0 ends at 2, T frozen at 64 at the median of the ends
+    assert "T frozen before learning (step 0) ends with median R_energy 2" in ok.detail
+    assert f"T frozen early in learning (step 64) with {np.median(ends):.3g}" in ok.detail
     three = ge.a7_v3(tables(decoders(imprinted)), section(frozen_sources=sources))
     assert three.verdict.status != REPRODUCED and "3 of 3" in three.key_number
     flat = {f"dec-s{i}": model(2.0) for i in range(6)}  # T frozen early ends where the null does
