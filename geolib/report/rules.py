@@ -575,3 +575,27 @@ def learners_of_runs(runs: Sequence[str], losses: Any, margin: float) -> Learner
     absent = {r: math.nan for r in runs if r not in set(last["run"])}
     kept = tuple(r for r in runs if r in lv.kept)
     return Learners(kept, {**lv.left_out, **absent}, lv.margin)
+
+
+def section_basics(
+    where: str,
+    section: Mapping[str, Any],
+    verdicts: Mapping[str, Any] | None,
+    keys: Sequence[str],
+    rules: Sequence[str],
+) -> tuple[float, float]:
+    """The checks a chapter's section shares with every other: the ``keys`` it needs, its
+    ``rules`` (keys of rule mappings) build, the ``verdicts`` section gives ``learned_margin``
+    and ``ci_level`` lies in (0, 1). Returns ``(learned_margin, ci_level)``; an error names what
+    is wrong."""
+    missing = [k for k in [*keys, *rules, "ci_level"] if k not in section]
+    if missing:
+        raise ValueError(f"{where} section lacks {missing} (the v3 rules)")
+    if not verdicts or "learned_margin" not in verdicts:
+        raise ValueError("the verdicts section (learned_margin) is needed")
+    for name in rules:
+        rule_from_params(section[name])  # a malformed rule fails here, naming itself
+    level = check.scalar("ci_level", section["ci_level"], low=0.0, strict=True)
+    if level >= 1:
+        raise ValueError(f"ci_level must be in (0, 1), got {level}")
+    return check.scalar("learned_margin", verdicts["learned_margin"], low=0.0), level

@@ -40,6 +40,7 @@ from geolib.report.rules import (
     robustness,
     rule_from_params,
     rule_with,
+    section_basics,
     seeds_agreeing,
 )
 
@@ -69,13 +70,7 @@ class Section:
         cls, section: Mapping[str, Any], verdicts: Mapping[str, Any] | None = None
     ) -> Section:
         rules = ["a1_states_rule", "a1_rows_rule", "a1_states_rule_v3", "a1_rows_rule_v3"]
-        missing = [k for k in ["ci_level", "a1_v3", *rules] if k not in section]
-        if missing:
-            raise ValueError(f"frequency_collapse section lacks {missing} (the v3 rules)")
-        if not verdicts or "learned_margin" not in verdicts:
-            raise ValueError("the verdicts section (learned_margin) is needed")
-        for name in rules:
-            rule_from_params(section[name])  # a malformed rule fails here, naming itself
+        margin, level = section_basics("frequency_collapse", section, verdicts, ["a1_v3"], rules)
         v3 = section["a1_v3"]
         for key in ("min_decades", "revision", "alternatives"):
             if key not in v3:
@@ -85,15 +80,12 @@ class Section:
                 raise ValueError(
                     f"alternative {name!r} may change the optimizer or the bar only: {change}"
                 )
-        level = check.scalar("ci_level", section["ci_level"], low=0.0, strict=True)
-        if level >= 1:
-            raise ValueError(f"ci_level must be in (0, 1), got {level}")
         if not str(v3["revision"]).strip():
             raise ValueError("a1_v3.revision must say why v3 differs from v2")
         return cls(
             ci_level=level,
             min_decades=check.scalar("min_decades", v3["min_decades"], low=0.0, strict=True),
-            learned_margin=check.scalar("learned_margin", verdicts["learned_margin"], low=0.0),
+            learned_margin=margin,
             alternatives=dict(v3["alternatives"]),
             revision=" ".join(str(v3["revision"]).split()),
             raw=section,

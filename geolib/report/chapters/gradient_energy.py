@@ -43,6 +43,7 @@ from geolib.report.rules import (
     robustness,
     rule_from_params,
     rule_with,
+    section_basics,
 )
 
 CHAPTER = "gradient_energy"
@@ -71,23 +72,17 @@ class Section:
     def from_params(
         cls, section: Mapping[str, Any], verdicts: Mapping[str, Any] | None = None
     ) -> Section:
-        need = ["key_rank", "early_share", "ci_level", "a4_v3", "a6_v3", "a7_v3"]
-        need += ["a4_rule_v3", "a6_rule_v3", "a7_rule_v3", "a7_null_rule_v3", "frozen_sources"]
-        missing = [k for k in need if k not in section]
-        if missing:
-            raise ValueError(f"gradient_energy section lacks {missing} (the v3 rules)")
-        if not verdicts or "learned_margin" not in verdicts:
-            raise ValueError("the verdicts section (learned_margin) is needed")
+        need = ["key_rank", "early_share", "a4_v3", "a6_v3", "a7_v3", "frozen_sources"]
+        rules = ["a4_rule_v3", "a6_rule_v3", "a7_rule_v3", "a7_null_rule_v3"]
+        margin, level = section_basics("gradient_energy", section, verdicts, need, rules)
         share = check.scalar("early_share", section["early_share"], low=0.0, strict=True)
         if share > 1:
             raise ValueError(f"early_share must be in (0, 1], got {share}")
-        for name in ("a4_rule_v3", "a6_rule_v3", "a7_rule_v3", "a7_null_rule_v3"):
-            rule_from_params(section[name])  # a malformed rule fails here, naming itself
         return cls(
             key_rank=int(section["key_rank"]),
             early_share=share,
-            learned_margin=check.scalar("learned_margin", verdicts["learned_margin"], low=0.0),
-            ci_level=check.scalar("ci_level", section["ci_level"], low=0.0, strict=True),
+            learned_margin=margin,
+            ci_level=level,
             a4=section["a4_v3"],
             a6=section["a6_v3"],
             a7=section["a7_v3"],

@@ -36,6 +36,7 @@ from geolib.report.rules import (
     learners_of_runs,
     robustness,
     rule_from_params,
+    section_basics,
     seeds_agreeing,
 )
 
@@ -69,14 +70,9 @@ class Section:
     def from_params(
         cls, section: Mapping[str, Any], verdicts: Mapping[str, Any] | None = None
     ) -> Section:
-        need = ["key_rank", "zeta", "a5_source", "ci_level", "a5_rule", "a5_v2", "a5_v3"]
-        missing = [k for k in [*need, "a5_rule_v3"] if k not in section]
-        if missing:
-            raise ValueError(f"residual_isotropy section lacks {missing} (the v3 rule)")
-        if not verdicts or "learned_margin" not in verdicts:
-            raise ValueError("the verdicts section (learned_margin) is needed")
-        for name in ("a5_rule", "a5_rule_v3"):
-            rule_from_params(section[name])  # a malformed rule fails here, naming itself
+        need = ["key_rank", "zeta", "a5_source", "a5_v2", "a5_v3"]
+        rules = ["a5_rule", "a5_rule_v3"]
+        margin, level = section_basics("residual_isotropy", section, verdicts, need, rules)
         v3 = section["a5_v3"]
         for key in ("min_models", "revision", "alternatives"):
             if key not in v3:
@@ -84,9 +80,6 @@ class Section:
         min_models = v3["min_models"]
         if isinstance(min_models, bool) or int(min_models) != min_models or min_models < 2:
             raise ValueError(f"a5_v3.min_models must be an integer >= 2, got {min_models!r}")
-        level = check.scalar("ci_level", section["ci_level"], low=0.0, strict=True)
-        if level >= 1:
-            raise ValueError(f"ci_level must be in (0, 1), got {level}")
         if not str(v3["revision"]).strip():
             raise ValueError("a5_v3.revision must say why v3 differs from v2")
         return cls(
@@ -95,7 +88,7 @@ class Section:
             a5_source=int(section["a5_source"]),
             ci_level=level,
             min_models=int(min_models),
-            learned_margin=check.scalar("learned_margin", verdicts["learned_margin"], low=0.0),
+            learned_margin=margin,
             alternatives=dict(v3["alternatives"]),
             revision=" ".join(str(v3["revision"]).split()),
             raw=section,
