@@ -207,7 +207,7 @@ def a6_per_model(tables: Tables, runs: list[str], *, k: int, progress: float) ->
                 "log_r": float(np.median(np.log(at["r_energy"]))) if len(at) else math.nan,
             }
         )
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["run", "model", "family", "decoder", "step", "log_r"])
 
 
 def a6_per_step(tables: Tables, runs: list[str], *, k: int) -> pd.DataFrame:

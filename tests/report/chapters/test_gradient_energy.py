@@ -316,6 +316,6 @@ def test_no_learned_decoder_makes_every_claim_inconclusive():
     t = tables(
         {f"dec-s{i}": {"decoder": True, "r": const(30.0), "learns": False} for i in range(3)}
     )
-    for decide in (ge.a4_v3, ge.a7_v3):
+    for decide in (ge.a4_v3, ge.a6_v3, ge.a7_v3):
         out = decide(t, section())
         assert out.verdict.status == INCONCLUSIVE and "premise fails" in out.verdict.reason
