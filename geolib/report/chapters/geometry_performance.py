@@ -237,9 +237,21 @@ def r2_gaps(
     return pd.DataFrame(rows, columns=["outcome", "r2_gap", "ci_low", "ci_high"])
 
 
+#: the fewest models a partial correlation is defined on (geolib.measure.stats needs 4)
+MIN_PARTIAL = 4
+
+
 def _partial_within(x: np.ndarray, y: np.ndarray, z: np.ndarray, g: np.ndarray) -> float:
-    """Undefined (NaN) on a resample that holds one size only."""
-    return partial_spearman_within(x, y, z, g) if np.unique(g).size > 1 else np.nan
+    """Undefined (NaN) on a resample that holds one size only, or too few models (the BCa
+    jackknife leaves one out of a handful)."""
+    if x.size < MIN_PARTIAL or np.unique(g).size < 2:
+        return np.nan
+    return partial_spearman_within(x, y, z, g)
+
+
+def _partial(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> float:
+    """:func:`partial_spearman`, undefined (NaN) on too few models."""
+    return partial_spearman(x, y, z) if x.size >= MIN_PARTIAL else np.nan
 
 
 def partials(
@@ -255,7 +267,7 @@ def partials(
         x = m[predictor].to_numpy(float)
         if np.ptp(x - pd.Series(x).groupby(g).transform("mean").to_numpy()) == 0:
             continue
-        stat = _partial_within if within else partial_spearman
+        stat = _partial_within if within else _partial
         iv = _interval(stat, *((x, y, z, g) if within else (x, y, z)), section=section)
         rows.append({"predictor": predictor, "partial": iv.value, "low": iv.low, "high": iv.high})
     return pd.DataFrame(rows, columns=["predictor", "partial", "low", "high"])

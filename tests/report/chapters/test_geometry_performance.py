@@ -395,3 +395,16 @@ def test_the_committed_section_parses_and_bad_sections_are_named():
         gp.Section.from_params(
             {**SECTION, "b7_v3": {"alternatives": {"a": {}}}}, {"learned_margin": 0.25}
         )
+
+
+def test_partials_on_a_handful_of_models_are_computed_without_error():
+    """Four models (two per size, as the smoke profile's learned set): the BCa jackknife leaves
+    one out, below the four a partial correlation needs; the statistic is undefined there (NaN),
+    not an error, and the table still has a row per W metric."""
+    t = _tables(_models(2, loss_ood_a=lambda rng, z, r, m: 6 + z), agreement=_agreement())
+    kept = list(t.sweep.models["name"])
+    got = gp.partials(t, SEC, kept)
+    assert len(got) > 0 and set(got.columns) == {"predictor", "partial", "low", "high"}
+    three = np.arange(3.0)
+    assert np.isnan(gp._partial_within(three, three, three, np.array([0, 0, 1])))  # too few
+    assert np.isnan(gp._partial(np.arange(3.0), np.arange(3.0), np.arange(3.0)))
