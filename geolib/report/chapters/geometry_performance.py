@@ -214,6 +214,10 @@ def rank_loss_by_size(
     return out.assign(excludes=~out["spearman"].between(out["ci_low"], out["ci_high"]))
 
 
+#: the fewest models a partial correlation is defined on (geolib.measure.stats needs 4)
+MIN_PARTIAL = 4
+
+
 def r2_gaps(
     tables: Tables,
     section: Section,
@@ -224,6 +228,8 @@ def r2_gaps(
     """Per OOD domain, R²(OOD ~ ID loss) − R²(OOD ~ ``worse``), within size (or over all
     models), with a paired bootstrap interval over the learned models."""
     m = _models(tables, kept)
+    if len(m) <= MIN_PARTIAL:  # too few for an interval over models (the verdict's premise)
+        return pd.DataFrame(columns=["outcome", "r2_gap", "ci_low", "ci_high"])
     b, w, g = m[ID_LOSS].to_numpy(float), m[worse].to_numpy(float), _groups(m, within)
 
     def gap(b: np.ndarray, w: np.ndarray, y: np.ndarray, g: np.ndarray, axis: int = -1):
@@ -235,10 +241,6 @@ def r2_gaps(
         iv = _interval(gap, b, w, y, g, section=section, vectorized=True)
         rows.append({"outcome": outcome, "r2_gap": iv.value, "ci_low": iv.low, "ci_high": iv.high})
     return pd.DataFrame(rows, columns=["outcome", "r2_gap", "ci_low", "ci_high"])
-
-
-#: the fewest models a partial correlation is defined on (geolib.measure.stats needs 4)
-MIN_PARTIAL = 4
 
 
 def _partial_within(x: np.ndarray, y: np.ndarray, z: np.ndarray, g: np.ndarray) -> float:
@@ -261,6 +263,8 @@ def partials(
     ``within``), over the learned models, with its bootstrap interval. A metric constant over
     the models (within size) is left out: it has no correlation to speak of."""
     m = _models(tables, kept)
+    if len(m) <= MIN_PARTIAL:  # too few for an interval over models (the verdict's premise)
+        return pd.DataFrame(columns=["predictor", "partial", "low", "high"])
     y, z, g = m["loss_ood_mean"].to_numpy(float), m[ID_LOSS].to_numpy(float), _groups(m, within)
     rows = []
     for predictor in (p for p in W_METRICS if p in m.columns):

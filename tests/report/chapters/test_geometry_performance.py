@@ -398,13 +398,22 @@ def test_the_committed_section_parses_and_bad_sections_are_named():
 
 
 def test_partials_on_a_handful_of_models_are_computed_without_error():
-    """Four models (two per size, as the smoke profile's learned set): the BCa jackknife leaves
-    one out, below the four a partial correlation needs; the statistic is undefined there (NaN),
-    not an error, and the table still has a row per W metric."""
-    t = _tables(_models(2, loss_ood_a=lambda rng, z, r, m: 6 + z), agreement=_agreement())
-    kept = list(t.sweep.models["name"])
+    """Five models: the BCa jackknife leaves one out, four, the fewest a partial correlation
+    needs; a resample of one size is undefined there (NaN), not an error, and the table has a
+    row per W metric."""
+    t = _tables(_models(3, loss_ood_a=lambda rng, z, r, m: 6 + z), agreement=_agreement())
+    kept = list(t.sweep.models["name"])[:5]
     got = gp.partials(t, SEC, kept)
     assert len(got) > 0 and set(got.columns) == {"predictor", "partial", "low", "high"}
     three = np.arange(3.0)
     assert np.isnan(gp._partial_within(three, three, three, np.array([0, 0, 1])))  # too few
     assert np.isnan(gp._partial(np.arange(3.0), np.arange(3.0), np.arange(3.0)))
+
+
+def test_r2_gaps_and_partials_of_too_few_models_are_empty_tables():
+    """Three or four learned models (the rehearsal profile's): no interval over models is
+    drawn; the tables keep their columns (the verdicts' premise already needs more)."""
+    t = _tables(_models(2, loss_ood_a=lambda rng, z, r, m: 6 + z), agreement=_agreement())
+    kept = list(t.sweep.models["name"])[:3]
+    assert gp.r2_gaps(t, SEC, kept).empty and gp.partials(t, SEC, kept).empty
+    assert list(gp.r2_gaps(t, SEC, kept).columns) == ["outcome", "r2_gap", "ci_low", "ci_high"]
