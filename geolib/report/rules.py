@@ -425,8 +425,13 @@ def given_premise(rule: Rule, holds: bool, why: str, decide: Callable[[], Verdic
     if not isinstance(holds, bool | np.bool_):
         raise ValueError(f"a premise must be True or False, got {holds!r}")
     if not holds:
-        return Verdict(INCONCLUSIVE, rule.describe(), f"premise fails: {_reason(why)}")
+        return premise_fails(rule, why)
     return decide()
+
+
+def premise_fails(rule: Rule, why: str) -> Verdict:
+    """*Inconclusive*: the claim's premise fails, ``why`` naming the number that failed."""
+    return Verdict(INCONCLUSIVE, rule.describe(), f"premise fails: {_reason(why)}")
 
 
 def seeds_agreeing(statuses: Iterable[str], status: str) -> str:

@@ -29,7 +29,6 @@ from geolib.measure import validate as check
 from geolib.measure.stats import count_excluding, proportion_ci, share_over_models
 from geolib.report.claims import AFTER_DATA, Claim, scale_of_runs
 from geolib.report.rules import (
-    INCONCLUSIVE,
     NOT_RUN,
     Learners,
     Verdict,
@@ -37,6 +36,7 @@ from geolib.report.rules import (
     deciding_check,
     given_premise,
     learners_of_runs,
+    premise_fails,
     robustness,
     rule_from_params,
     rule_with,
@@ -201,7 +201,7 @@ def states_v3(
     m = models[models["learned"] & (models["layers"] > 0)]
     if m.empty:
         why = "no learned model has a state fit"
-        return Verdict(INCONCLUSIVE, rule.describe(), f"premise fails: {why}"), why
+        return premise_fails(rule, why), why
     iv = share_over_models(m["falls"], m["layers"], section.ci_level)
     words = (
         f"share of block layers whose state variance falls with frequency {iv.value:.3g} "
@@ -221,7 +221,7 @@ def rows_v3(
     m = models[models["learned"] & models["rows_settle"].notna()]
     if m.empty:
         why = "no learned model has both row fits"
-        return Verdict(INCONCLUSIVE, rule.describe(), f"premise fails: {why}"), why
+        return premise_fails(rule, why), why
     k = int(m["rows_settle"].astype(bool).sum())
     cp = proportion_ci(k, len(m), section.ci_level)
     words = (

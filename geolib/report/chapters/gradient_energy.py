@@ -40,6 +40,7 @@ from geolib.report.rules import (
     deciding_check,
     given_premise,
     learners_of_runs,
+    premise_fails,
     robustness,
     rule_from_params,
     rule_with,
@@ -349,7 +350,7 @@ def a4_v3(tables: Tables, section: Section, change: Mapping[str, Any] | None = N
     per = per[per["units"] > 0] if len(per) else per
     if per.empty:
         why = f"no learned decoder has a learned early unit ({lv.words()})"
-        v = Verdict(INCONCLUSIVE, rule.describe(), f"premise fails: {why}")
+        v = premise_fails(rule, why)
         return Outcome(v, why, per, {})
     level = section.ci_level
     big = share_over_models(per["effect"], per["units"], level)
@@ -393,9 +394,7 @@ def a6_v3(tables: Tables, section: Section, change: Mapping[str, Any] | None = N
             f"{dec.size} learned decoders and {enc.size} learned encoders: an interval over "
             f"models needs at least two of each ({lv.words()})"
         )
-        return Outcome(
-            Verdict(INCONCLUSIVE, rule.describe(), f"premise fails: {why}"), why, per, {}
-        )
+        return Outcome(premise_fails(rule, why), why, per, {})
     diff, low, high = welch(dec, enc, section.ci_level)
     ratio = (math.exp(diff), math.exp(low), math.exp(high))
     v = rule.decide(*ratio)
@@ -433,9 +432,7 @@ def a7_v3(tables: Tables, section: Section, change: Mapping[str, Any] | None = N
     runs = _decoders(tables, lv.kept)
     if not runs:
         why = f"no learned decoder ({lv.words()})"
-        return Outcome(
-            Verdict(INCONCLUSIVE, rule.describe(), f"premise fails: {why}"), why, None, {}
-        )
+        return Outcome(premise_fails(rule, why), why, None, {})
     per = a7_per_model(
         tables,
         runs,
@@ -449,7 +446,7 @@ def a7_v3(tables: Tables, section: Section, change: Mapping[str, Any] | None = N
     )
     if per.empty:
         why = "no learned decoder has a checkpoint in the searched window"
-        v = Verdict(INCONCLUSIVE, rule.describe(), f"premise fails: {why}")
+        v = premise_fails(rule, why)
         return Outcome(v, why, per, {})
     n, hits = len(per), int(per["strongest_early"].sum())
     cp = proportion_ci(hits, n, section.ci_level)
