@@ -135,6 +135,8 @@ def bench_model(params: Path, section: str, steps: int, repeats: int, warmup: in
     return {
         "section": section,
         "family": cfg.model.family,
+        "precision": cfg.precision,
+        "attention": cfg.model.attn_implementation,
         "params": count_params(model),
         "matmul_params": matmul_params(model),
         "batch_size": cfg.batch_size,
@@ -300,6 +302,7 @@ def at_width(cfg, width: int, attention: str):
 #: the variants timed by ``--precision``: name -> (autocast dtype or None, attention, compiled)
 VARIANTS = {
     "fp32": (None, "sdpa", False),
+    "fp32 (eager attention)": (None, "eager", False),
     "bf16 (sdpa)": (torch.bfloat16, "sdpa", False),
     "bf16 (eager attention)": (torch.bfloat16, "eager", False),
 }
@@ -319,7 +322,7 @@ def bench_precision(
     lr = lr_at(cfg0.warmup_steps + 1, cfg0)
     runs = {}
     for name, (dtype, attention, compiled) in variants.items():
-        cfg = at_width(cfg0, width, attention)
+        cfg = replace(at_width(cfg0, width, attention), precision="bf16" if dtype else "fp32")
         model = build_model(cfg.model, vocab.size, seed=cfg.seed)
         step_model = compiled_for_training(model, cfg.model.is_decoder) if compiled else model
         runs[name] = {
@@ -333,12 +336,8 @@ def bench_precision(
         }
 
     def step(run: dict, inputs: np.ndarray, targets: np.ndarray) -> None:
-        with torch.autocast(
-            "cpu", dtype=run["dtype"] or torch.bfloat16, enabled=bool(run["dtype"])
-        ):
-            loss = train_step(
-                run["model"], run["optimizer"], inputs, targets, run["cfg"], lr, "cpu"
-            )
+        # the variant's precision is its cfg's: train_step runs the forward under its autocast
+        loss = train_step(run["model"], run["optimizer"], inputs, targets, run["cfg"], lr, "cpu")
         run["losses"].append(loss)
 
     for run in runs.values():  # compiled variants compile here

@@ -26,15 +26,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from torch import nn
-from transformers import PreTrainedModel
 
 from geolib.measure.energy_counts import REFIT  # noqa: F401 - the label T's tables carry
 from geolib.measure.evaluate import IGNORE_INDEX, loss_sum, on_model_device
 from geolib.measure.stats import bootstrap_weights, percentile_interval
+
+if TYPE_CHECKING:  # transformers' model classes are imported where a model is loaded or built
+    from transformers import PreTrainedModel
 
 # ---------------------------------------------------------------------------------------------
 # The LM head's view: W and the final H

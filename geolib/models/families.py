@@ -21,25 +21,19 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
-from transformers import (
-    BertConfig,
-    BertForMaskedLM,
-    GPTNeoXConfig,
-    GPTNeoXForCausalLM,
-    Olmo2Config,
-    Olmo2ForCausalLM,
-    PreTrainedModel,
-)
 
 from geolib.config import checked_flag, checked_number
 
+if TYPE_CHECKING:  # transformers' model classes cost ~3 s to import: only where a model is built
+    from transformers import PreTrainedModel
+
 FAMILIES = ("pythia", "olmo", "bert")
 DECODERS = ("pythia", "olmo")
-ATTENTION = ("sdpa", "eager", "flash_attention_2")
+ATTENTION = ("sdpa", "eager", "flash_attention_2", "auto")
 
 
 @dataclass
@@ -123,6 +117,8 @@ def hf_config(
     eos_token_id: int | None = None,
 ):
     """The ``transformers`` configuration object of ``cfg`` (not yet a model)."""
+    from transformers import BertConfig, GPTNeoXConfig, Olmo2Config
+
     # what every family names alike; each family adds its own activation, norm and rotary fields
     shared = {
         "vocab_size": vocab_size,
@@ -174,7 +170,10 @@ def hf_config(
     )
 
 
-_MODEL_CLASSES = {"pythia": GPTNeoXForCausalLM, "olmo": Olmo2ForCausalLM, "bert": BertForMaskedLM}
+def _model_class(family: str):
+    from transformers import BertForMaskedLM, GPTNeoXForCausalLM, Olmo2ForCausalLM
+
+    return {"pythia": GPTNeoXForCausalLM, "olmo": Olmo2ForCausalLM, "bert": BertForMaskedLM}[family]
 
 
 def build_model(
@@ -198,10 +197,13 @@ def build_model(
         bos_token_id=bos_token_id,
         eos_token_id=eos_token_id,
     )
-    config._attn_implementation = cfg.attn_implementation
+    # "auto" is resolved by the training configuration (geolib.models.train.attention_for);
+    # a model built without one gets SDPA
+    attention = "sdpa" if cfg.attn_implementation == "auto" else cfg.attn_implementation
+    config._attn_implementation = attention
     if seed is not None:
         torch.manual_seed(seed)
-    model = _MODEL_CLASSES[cfg.family](config)
+    model = _model_class(cfg.family)(config)
     model.train()
     return model
 

@@ -61,6 +61,7 @@ from geolib.models.resume import (
 
 SCHEDULES = ("cosine", "linear", "constant")
 OPTIMIZERS = ("adamw", "sgd")
+PRECISIONS = ("fp32", "bf16", "auto")
 
 
 @dataclass
@@ -72,6 +73,11 @@ class TrainConfig:
     and, up to float summation order, the update do not depend on it). Checkpoints are taken at
     :func:`checkpoint_steps` ``(total_steps, checkpoint_every, log_max)``. Without a tokenizer
     (synthetic data), give ``vocab_size`` (and ``mask_token_id`` for ``bert``).
+
+    ``precision``: ``fp32``, or ``bf16`` (the forward passes under ``torch.autocast``; weights,
+    gradients, optimizer state and checkpoints stay float32, as in the papers' mixed-precision
+    training), or ``auto`` (:func:`resolve_precision`: bf16 where this machine runs it faster).
+    A model attention of ``auto`` becomes :func:`attention_for` the precision.
     """
 
     model: ModelConfig = field(default_factory=ModelConfig)
@@ -102,6 +108,7 @@ class TrainConfig:
     seed: int = 0
     device: str = "cpu"
     num_threads: int | None = None
+    precision: str = "fp32"
 
     def __post_init__(self) -> None:
         if isinstance(self.model, dict):
@@ -109,6 +116,16 @@ class TrainConfig:
         if not isinstance(self.model, ModelConfig):
             raise ValueError(f"TrainConfig.model must be a mapping, got {self.model!r}")
         self._check_numbers()
+        if self.precision not in PRECISIONS:
+            raise ValueError(
+                f"TrainConfig.precision must be one of {PRECISIONS}, got {self.precision!r}"
+            )
+        if self.precision == "auto":  # the run records what it resolved to, never "auto"
+            self.precision = resolve_precision(self.device)
+        if self.model.attn_implementation == "auto":
+            self.model = replace(
+                self.model, attn_implementation=attention_for(self.precision, self.device)
+            )
         if self.schedule not in SCHEDULES:
             raise ValueError(f"unknown schedule {self.schedule!r}; known: {SCHEDULES}")
         if self.optimizer not in OPTIMIZERS:
@@ -192,6 +209,44 @@ class TrainConfig:
     @property
     def tokens_per_step(self) -> int:
         return self.batch_size * self.seq_len
+
+
+# ----------------------------------------------------------------------------- precision
+
+
+def resolve_precision(device: str) -> str:
+    """``"bf16"`` where bf16 autocast trains faster than float32 here, else ``"fp32"``.
+
+    On a CPU that means AMX-BF16 tiles: measured with ``benchmarks/bench_train.py
+    --precision``, bf16 autocast (eager attention) ran the d = 128 models 1.2–1.5× float32's
+    tokens/s on a CPU with AMX, and 0.47–0.75× on one with AVX-512-BF16 but no AMX. On CUDA,
+    a GPU with bf16 support. The answer depends only on the hardware, so a run resolves to
+    the same precision on every restart on one machine (and is bitwise reproducible there)."""
+    if str(device).startswith("cuda"):
+        return "bf16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "fp32"
+    return "bf16" if cpu_has_amx_bf16() else "fp32"
+
+
+def cpu_has_amx_bf16() -> bool:
+    """Whether this CPU reports AMX tiles with bf16 (torch's own CPU feature probe)."""
+    try:
+        caps = torch.cpu.get_capabilities()
+    except (AttributeError, RuntimeError):  # an older torch: no probe, no claim of AMX
+        return False
+    return bool(caps.get("amx_bf16")) and bool(caps.get("amx_tile"))
+
+
+def attention_for(precision: str, device: str) -> str:
+    """The attention implementation that trains fastest at ``precision``: eager (matmul +
+    softmax) for bf16 on a CPU, whose backward ran faster there than SDPA's flash kernel
+    (SDPA's bf16 gained nothing over float32), else SDPA (the faster one in float32)."""
+    return "eager" if precision == "bf16" and not str(device).startswith("cuda") else "sdpa"
+
+
+def autocast(precision: str, device: torch.device | str):
+    """The context the forward passes run in: bf16 autocast for ``"bf16"``, else a no-op."""
+    device_type = torch.device(device).type
+    return torch.autocast(device_type, dtype=torch.bfloat16, enabled=precision == "bf16")
 
 
 # ----------------------------------------------------------------------------- schedules
@@ -311,14 +366,16 @@ def lm_loss_sum(
 
 
 @torch.no_grad()
-def evaluate(model, batches, is_decoder: bool, device) -> float:
-    """Mean cross-entropy over fixed ``(inputs, targets)`` batches (eval mode, restored)."""
+def evaluate(model, batches, is_decoder: bool, device, precision: str = "fp32") -> float:
+    """Mean cross-entropy over fixed ``(inputs, targets)`` batches (eval mode, restored), at
+    the training's ``precision`` (a log of training; measurements use float32)."""
     was_training = model.training
     model.eval()
     total, count = 0.0, 0
     for inputs, targets in batches:
         x, y = torch.from_numpy(inputs).to(device), torch.from_numpy(targets).to(device)
-        total += lm_loss_sum(model, x, y, is_decoder).item()
+        with autocast(precision, device):
+            total += lm_loss_sum(model, x, y, is_decoder).item()
         count += int((y != IGNORE_INDEX).sum())
     model.train(was_training)
     return total / max(count, 1)
@@ -361,7 +418,8 @@ def train_step(model, optimizer, inputs, targets, cfg: TrainConfig, lr: float, d
         sl = slice(i * micro, (i + 1) * micro)
         x = torch.from_numpy(inputs[sl]).to(device)
         y = torch.from_numpy(targets[sl]).to(device)
-        loss = lm_loss_sum(model, x, y, cfg.model.is_decoder) / n_targets
+        with autocast(cfg.precision, device):
+            loss = lm_loss_sum(model, x, y, cfg.model.is_decoder) / n_targets
         loss.backward()
         loss_sum += loss.item()
     if cfg.grad_clip:
@@ -544,7 +602,9 @@ def _train(
     ckpt_steps = set(checkpoint_steps(cfg.total_steps, cfg.checkpoint_every, cfg.log_max))
 
     def validate() -> float | None:
-        return evaluate(model, eval_set, cfg.model.is_decoder, device) if eval_set else None
+        if not eval_set:
+            return None
+        return evaluate(model, eval_set, cfg.model.is_decoder, device, cfg.precision)
 
     def checkpoint(step: int, loss: float | None, lr: float | None) -> None:
         runs.write_metrics(run_dir, rows)

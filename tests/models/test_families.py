@@ -144,3 +144,21 @@ def test_config_validation():
     with pytest.raises(KeyError, match="unknown model parameters"):
         ModelConfig.from_dict({"family": "bert", "width": 3})
     assert ModelConfig.from_dict(tiny("bert").to_dict()) == tiny("bert")
+
+
+def test_model_classes_are_imported_only_where_a_model_is_built():
+    """Importing the training loop, the grid, the probes or a table-only analysis does not
+    import transformers' model code (~3 s a process); building a model does."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import geolib.models.train, geolib.models.grid, geolib.measure.probes\n"
+        "import geolib.experiments.geometry_performance, geolib.models.checkpoints\n"
+        "assert 'transformers.modeling_utils' not in sys.modules, 'model code imported'\n"
+        "from geolib.models.families import ModelConfig, build_model\n"
+        "build_model(ModelConfig(d_model=8, n_heads=2, d_ff=16, n_layers=1, context=8), 16)\n"
+        "assert 'transformers.modeling_utils' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)

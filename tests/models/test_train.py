@@ -18,18 +18,22 @@ import yaml
 from safetensors.torch import load_file
 
 from geolib.files import sha256_file
+from geolib.models import train as train_module
 from geolib.models.families import ModelConfig
 from geolib.models.runs import METRIC_COLUMNS
 from geolib.models.train import (
     IGNORE_INDEX,
     TrainConfig,
+    attention_for,
     checkpoint_steps,
     lr_at,
     main,
     mask_tokens,
     params_to_config,
+    resolve_precision,
     sample_windows,
     train,
+    train_step,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -223,6 +227,63 @@ def test_resume_is_bitwise_identical(token_files, tmp_path, family):
         return [r.split(",")[:5] for r in lines]  # everything but tokens/s
 
     assert losses(tmp_path / "a") == losses(tmp_path / "b")
+
+
+@pytest.mark.parametrize("family", ["pythia", "bert"])
+def test_bf16_resume_is_bitwise_identical(token_files, tmp_path, family):
+    """bf16 autocast training is as exactly resumable as float32 on one machine, and its
+    checkpoints stay float32."""
+    cfg = tiny_cfg(token_files, family, precision="bf16", model={"attn_implementation": "eager"})
+    train(cfg, tmp_path / "a", progress=False)
+    train(cfg, tmp_path / "b", progress=False, max_steps=13)
+    train(cfg, tmp_path / "b", progress=False)
+    for step in (10, 24):
+        wa, wb = weights(tmp_path / "a" / f"step-{step}"), weights(tmp_path / "b" / f"step-{step}")
+        assert all(w.dtype == torch.float32 for w in wa.values())
+        assert all(torch.equal(wa[k], wb[k]) for k in wa), f"weights differ at step {step}"
+    run = json.loads((tmp_path / "a" / "run.json").read_text())
+    assert run["config"]["precision"] == "bf16"
+
+
+@pytest.mark.parametrize("family", ["pythia", "olmo", "bert"])
+def test_bf16_step_runs_the_forward_in_bf16_and_stays_close(token_files, family):
+    """The same first update in float32 and under bf16 autocast: the losses differ (autocast
+    applied) by less than bf16's rounding allows (8 bits of mantissa: ~0.4% per operation)."""
+    from geolib.models.families import build_model
+    from geolib.models.train import Vocab, make_batch, make_optimizer
+
+    losses = {}
+    for precision in ("fp32", "bf16"):
+        cfg = tiny_cfg(token_files, family, precision=precision)
+        tokens = np.load(token_files[0])
+        vocab = Vocab(V, mask=MASK if family == "bert" else None)
+        inputs, targets = make_batch(tokens, np.random.default_rng(0), cfg, vocab)
+        model = build_model(cfg.model, V, seed=0)
+        opt = make_optimizer(model, cfg)
+        losses[precision] = train_step(model, opt, inputs, targets, cfg, 1e-3, "cpu")
+    assert losses["fp32"] != losses["bf16"]
+    assert losses["bf16"] == pytest.approx(losses["fp32"], rel=2e-2)
+
+
+def test_precision_auto_resolves_by_hardware(token_files, monkeypatch):
+    """``auto`` becomes bf16 only where the CPU reports AMX-BF16; the attention ``auto``
+    follows the precision; the run records the resolved values, never "auto"."""
+    monkeypatch.setattr(train_module, "cpu_has_amx_bf16", lambda: True)
+    cfg = tiny_cfg(token_files, precision="auto", model={"attn_implementation": "auto"})
+    assert (cfg.precision, cfg.model.attn_implementation) == ("bf16", "eager")
+    assert cfg.to_dict()["precision"] == "bf16"
+    monkeypatch.setattr(train_module, "cpu_has_amx_bf16", lambda: False)
+    cfg = tiny_cfg(token_files, precision="auto", model={"attn_implementation": "auto"})
+    assert (cfg.precision, cfg.model.attn_implementation) == ("fp32", "sdpa")
+    assert resolve_precision("cpu") == "fp32"
+    # a given attention is kept; a GPU trains bf16 with SDPA
+    cfg = tiny_cfg(token_files, precision="auto", model={"attn_implementation": "sdpa"})
+    assert cfg.model.attn_implementation == "sdpa"
+    assert attention_for("bf16", "cuda") == "sdpa" and attention_for("bf16", "cpu") == "eager"
+    if not torch.cuda.is_available():
+        assert resolve_precision("cuda") == "fp32"
+    with pytest.raises(ValueError, match="precision must be one of"):
+        tiny_cfg(token_files, precision="fp16")
 
 
 def test_resume_refuses_another_config(token_files, tmp_path):
