@@ -18,9 +18,6 @@ the token (and position) embedding tables and an untied unembedding.
 
 from __future__ import annotations
 
-import argparse
-import sys
-import time
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -29,10 +26,9 @@ from typing import Any
 from torch import nn
 
 from geolib.config import load_params
-from geolib.models import runs
 from geolib.models.families import ModelConfig, build_model
 from geolib.models.runs import read_run_info
-from geolib.models.train import TrainConfig, params_to_config, train
+from geolib.models.train import TrainConfig, named_runs_main, params_to_config
 
 #: the shape fields a rung may set; anything else stays the family's default
 SHAPE = ("d_model", "n_layers", "n_heads", "d_ff")
@@ -99,22 +95,15 @@ def run_size(run_dir: str | Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m geolib.models.ladder", description=__doc__)
-    parser.add_argument("--params", default="params.yaml")
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("names", help="print the rungs")
-    one = sub.add_parser("train", help="train one rung (stage ladder_train@NAME)")
-    one.add_argument("name")
-    runs.add_supersede_option(one)
-    args = parser.parse_args(argv)
-    if args.command == "names":
-        print("\n".join(check_listed(load_params(args.params))))
-        return 0
-    t0 = time.perf_counter()
-    cfg, run_dir = rung(args.params, args.name)
-    train(cfg, run_dir, progress=False, supersede_into=args.supersede_into)
-    print(f"{args.name}: trained in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
-    return 0
+    return named_runs_main(
+        argv,
+        prog="python -m geolib.models.ladder",
+        description=__doc__,
+        noun="rung",
+        stage="ladder_train",
+        listed=check_listed,
+        build=rung,
+    )
 
 
 if __name__ == "__main__":

@@ -16,19 +16,15 @@ once per seed; this module imports no measurement code, so editing one retrains 
 
 from __future__ import annotations
 
-import argparse
 import re
-import sys
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from geolib.config import load_params
-from geolib.models import runs
 from geolib.models.runs import is_run_dir, read_run_info
-from geolib.models.train import TrainConfig, params_to_config, train
+from geolib.models.train import TrainConfig, named_runs_main, params_to_config
 
 _NAME = re.compile(r"^(?P<model>[a-z][a-z0-9_]*)-s(?P<seed>\d+)$")
 
@@ -114,22 +110,15 @@ def per_seed(runs: list[str], summarise: Callable[[list[str]], Any]) -> dict[str
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m geolib.models.replicas", description=__doc__)
-    parser.add_argument("--params", default="params.yaml")
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("names", help="print the replicates")
-    one = sub.add_parser("train", help="train one replicate (stage train_replica@NAME)")
-    one.add_argument("name")
-    runs.add_supersede_option(one)
-    args = parser.parse_args(argv)
-    if args.command == "names":
-        print("\n".join(check_listed(load_params(args.params))))
-        return 0
-    t0 = time.perf_counter()
-    cfg, run_dir = replica(args.params, args.name)
-    train(cfg, run_dir, progress=False, supersede_into=args.supersede_into)
-    print(f"{args.name}: trained in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
-    return 0
+    return named_runs_main(
+        argv,
+        prog="python -m geolib.models.replicas",
+        description=__doc__,
+        noun="replicate",
+        stage="train_replica",
+        listed=check_listed,
+        build=replica,
+    )
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch
 
 from geolib.files import sha256_file
@@ -265,44 +266,41 @@ def superseded_reason(
 # ----------------------------------------------------------------------------- restoring
 
 
+@dataclass
+class Trainee:
+    """What a checkpoint restores into: the model, its optimizer, the data RNG (the order of
+    the training windows) and the clock."""
+
+    model: torch.nn.Module
+    optimizer: torch.optim.Optimizer
+    rng: np.random.Generator
+    clock: Clock
+
+
 def restore(
-    folder: Path,
-    cfg: TrainConfig,
-    model,
-    optimizer,
-    rng,
-    clock: Clock,
-    data: dict[str, str],
-    code: dict[str, str],
+    folder: Path, cfg: TrainConfig, into: Trainee, data: dict[str, str], code: dict[str, str]
 ) -> int:
-    """Load the checkpoint in ``folder`` into model, optimizer, data RNG and clock; return its
-    step. Its files must match its manifest (:class:`runs.IntegrityError` otherwise); a
+    """Load the checkpoint in ``folder`` into ``into`` (model, optimizer, data RNG, clock);
+    return its step. Its files must match its manifest (:class:`runs.IntegrityError` otherwise); a
     checkpoint of another run is refused (:class:`RunIdentityError`) before anything loads."""
     state = _load_state(folder)
     finished = int(state["step"]) == cfg.total_steps
     problem = identity_problem(folder.parent, state, cfg, data, code, finished)
     if problem:
         raise RunIdentityError(problem)
-    load_weights(model, folder)
-    optimizer.load_state_dict(state["optimizer"])
-    rng.bit_generator.state = state["data_rng"]
+    load_weights(into.model, folder)
+    into.optimizer.load_state_dict(state["optimizer"])
+    into.rng.bit_generator.state = state["data_rng"]
     torch.set_rng_state(state["torch_rng"])
     device = torch.device(cfg.device)
     if device.type == "cuda" and state.get("cuda_rng") is not None:
         torch.cuda.set_rng_state(state["cuda_rng"], device)
-    clock.train_s, clock.wall_s = state["train_s"], state["wall_s"]
+    into.clock.train_s, into.clock.wall_s = state["train_s"], state["wall_s"]
     return int(state["step"])
 
 
 def resume(
-    run_dir: Path,
-    cfg: TrainConfig,
-    model,
-    optimizer,
-    rng,
-    clock: Clock,
-    data: dict[str, str],
-    code: dict[str, str],
+    run_dir: Path, cfg: TrainConfig, into: Trainee, data: dict[str, str], code: dict[str, str]
 ) -> int | None:
     """Restore the newest intact resumable checkpoint of ``run_dir`` and return its step
     (``None`` for a fresh run). A damaged one is skipped with a note, and the checkpoints after
@@ -312,7 +310,7 @@ def resume(
     problems = []
     for folder in candidates:
         try:
-            step = restore(folder, cfg, model, optimizer, rng, clock, data, code)
+            step = restore(folder, cfg, into, data, code)
         except runs.IntegrityError as exc:
             problems.append(str(exc))
             print(f"cannot resume from {folder.name}: {exc}", file=sys.stderr)

@@ -13,8 +13,9 @@ schedule, gradient clipping.
 
 The run directory's layout (``step-<N>/`` checkpoints, ``metrics.csv``, ``run.json``) belongs
 to :mod:`geolib.models.runs`.
-Only the latest checkpoint keeps ``train_state.pt`` (saves disk). Killed
-and restarted with the same configuration, :func:`train` resumes from it and ends with bitwise
+Only the newest ``runs.KEEP_RESUME`` checkpoints keep ``train_state.pt`` (saves disk; the
+second is a fallback if the newest is damaged). Killed and restarted with the same
+configuration, :func:`train` resumes from the newest intact one and ends with bitwise
 the same weights as an uninterrupted run on the same machine and thread count (CPU,
 deterministic algorithms).
 """
@@ -29,6 +30,7 @@ import os
 import platform
 import sys
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -51,6 +53,7 @@ from geolib.models.families import (
 )
 from geolib.models.resume import (
     Clock,
+    Trainee,
     code_hashes,
     data_hashes,
     resume,
@@ -594,7 +597,7 @@ def _train(
     optimizer = make_optimizer(model, cfg)
     rng = np.random.default_rng(cfg.seed)  # the order of the training windows
     clock = Clock()
-    resumed = resume(run_dir, cfg, model, optimizer, rng, clock, data, code)
+    resumed = resume(run_dir, cfg, Trainee(model, optimizer, rng, clock), data, code)
     if resumed == cfg.total_steps and (run_dir / runs.RUN_INFO).is_file():
         return runs.read_run_info(run_dir)  # finished: its record stays as it was written
     start = 0 if resumed is None else resumed
@@ -714,6 +717,39 @@ def main(argv: list[str] | None = None) -> int:
     )
     keys = ("params", "final_val_loss", "train_time_s", "tokens_per_s")
     print(json.dumps({k: summary.get(k) for k in keys}), file=sys.stderr)
+    return 0
+
+
+def named_runs_main(
+    argv: list[str] | None,
+    *,
+    prog: str,
+    description: str | None,
+    noun: str,
+    stage: str,
+    listed: Callable[[Mapping[str, Any]], list[str]],
+    build: Callable[[str, str], tuple[TrainConfig, Path]],
+) -> int:
+    """The command line of a design of named runs (the ladder's rungs, the replicates):
+    ``names`` prints them (``listed(params)``), ``train NAME`` trains one (stage
+    ``STAGE@NAME``; ``build(params_path, name)`` gives its configuration and run directory)."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--params", default="params.yaml")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("names", help=f"print the {noun}s")
+    one = sub.add_parser("train", help=f"train one {noun} (stage {stage}@NAME)")
+    one.add_argument("name")
+    runs.add_supersede_option(one)
+    args = parser.parse_args(argv)
+    if args.command == "names":
+        from geolib.config import load_params
+
+        print("\n".join(listed(load_params(args.params))))
+        return 0
+    t0 = time.perf_counter()
+    cfg, run_dir = build(args.params, args.name)
+    train(cfg, run_dir, progress=False, supersede_into=args.supersede_into)
+    print(f"{args.name}: trained in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     return 0
 
 
