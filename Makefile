@@ -42,7 +42,7 @@ test-device: env
 smoke: env
 	$(BIN)/python scripts/run_profile.py smoke --audit
 
-# The paper profile rehearsed offline (issue 25): profiles/rehearsal.yaml (the paper profile at
+# The paper profile rehearsed offline: profiles/rehearsal.yaml (the paper profile at
 # the smoke sizes) against a fake hub (scripts/fake_hub.py: tiny models and corpora under the
 # real hub names, HF_HUB_OFFLINE=1), in a scratch copy like `make smoke`.
 rehearsal: env

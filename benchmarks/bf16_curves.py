@@ -1,4 +1,4 @@
-"""Does bf16 training stay within float32's seed spread? The data for issue 24's decision.
+"""Does bf16 training stay within float32's seed spread? Data for choosing the precision.
 
     python benchmarks/bf16_curves.py [--models pythia olmo bert]
 

@@ -7,7 +7,8 @@ complete); no experiment imports another, and no private name (``_x``) crosses a
 config               a stage's view of ``params.yaml``; profiles; checked numbers and flags
 files                content hashes; tables, JSON and arrays written whole or not at all
 stage                a stage's entry: command line, parameters section, progress, summary
-__main__             the ``geolib`` command: ``geolib measure`` (experiments/measure_model)
+__main__             the ``geolib`` command: ``geolib measure`` (experiments/measure_model, drawn
+                     by report/measure_figure)
 data/                imports config, files, stage
     acquire          fetch pinned, checksummed packages from registries; read files out of them
     rdata            R's XDR serialization and lazy-load databases, in pure Python
@@ -63,7 +64,9 @@ report/              imports config, files, measure; knows no models
     rules            verdict rules: kinds, premise, seeds, robustness, learned models
     trends           a claim's key number against model size (the ladder's trend rule)
     claims           the claims table: evidence rows, written by chapters, rendered in the book
+    findings         the findings page: per claim, the paper's words and what held here
     chapters/        one module per empirical chapter: its section, its tables, its verdicts
+        common               what the Paper A chapters share: section fields, tables, claim row
         gradient_energy      A4, A6, A7 (rules v3) and the released model's description
         residual_isotropy    A5 (rules v3)
         frequency_collapse   A1 on trained models (rules v3)
@@ -73,6 +76,7 @@ report/              imports config, files, measure; knows no models
         saturation           B6 (rules v3)
     compute          the compute behind each chapter and the build, from the run log
     plotting         the figure style; byte-reproducible saving; ``show``, ``show_table``
+    measure_figure   ``geolib measure``'s per-layer profiles, in the book's style
     provenance       where a figure came from: stage, parameters, commit, inputs; the check
     book             an executed chapter as the book shows it: code folded, claim abstract
     markup           text from data shown verbatim in the book's Markdown; names inside links

@@ -3,11 +3,20 @@ geometry of any model (:mod:`geolib.experiments.measure_model`)."""
 
 from __future__ import annotations
 
-import importlib
 import sys
+from collections.abc import Callable
 
-#: subcommand → the module whose ``main(argv)`` runs it
-COMMANDS = {"measure": "geolib.experiments.measure_model"}
+
+def measure(argv: list[str]) -> int:
+    """``geolib measure``: the measurement (an experiment) and its figure (the report's)."""
+    from geolib.experiments import measure_model
+    from geolib.report.measure_figure import profiles_figure
+
+    return measure_model.main(argv, draw=profiles_figure)
+
+
+#: subcommand → what runs it (imported when it runs: ``geolib --help`` loads no torch)
+COMMANDS: dict[str, Callable[[list[str]], int]] = {"measure": measure}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -19,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 0 if argv[:1] in (["-h"], ["--help"]) else 2
-    return importlib.import_module(COMMANDS[argv[0]]).main(argv[1:])
+    return COMMANDS[argv[0]](argv[1:])
 
 
 if __name__ == "__main__":

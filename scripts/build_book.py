@@ -6,7 +6,9 @@
    chapters — differs from what ``dvc.lock`` recorded its stage writing (a hand edit, a partial
    copy), naming the file and the stage.
 1. Renders the claims table from ``data/claims/*.json`` (and the trend-with-size column from
-   ``data/results/scale/trends.json``) into ``book/_generated/claims.md``.
+   ``data/results/scale/trends.json``) into ``book/_generated/claims.md``, and the findings
+   page (one plain paragraph per claim, the book's first page) into
+   ``book/_generated/findings.md``.
    Writes the compute behind the book (``geolib.report.compute``: the stages' latest runs in
    ``logs/lanes.csv``, the run log of ``make all``, a record rather than a dependency) into
    ``book/_generated/``: the introduction's "Compute" section, each chapter's (appended to its
@@ -33,7 +35,7 @@ from typing import Any
 
 import yaml
 
-from geolib.report import claims, compute
+from geolib.report import claims, compute, findings
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -179,6 +181,7 @@ def main() -> int:
     claims.main(
         [str(BOOK / "_generated" / "claims.md"), "--trends", str(trends), *map(str, claim_files)]
     )
+    findings.main([str(BOOK / "_generated" / "findings.md"), *map(str, claim_files)])
     vendor_mathjax(BOOK / "_mathjax")
     toc = yaml.safe_load((BOOK / "_toc.yml").read_text())
     chapters = [c["file"] for part in toc.get("parts", []) for c in part.get("chapters", [])]

@@ -34,6 +34,8 @@ import tempfile
 import threading
 from pathlib import Path
 
+from geolib.report.plotting import FONT_KEY, MIN_FONT_PX, PROBLEMS_KEY, SAVE_SCALE
+
 CHROMIUM_FLAGS = [
     "--headless",
     "--no-sandbox",
@@ -128,8 +130,6 @@ _FIGURES = re.compile(r'<pre id="figure-report">(.*?)</pre>', re.DOTALL)
 MIN_FIGURE_SCALE = 0.6
 #: the smallest text a reader should meet in a figure, CSS px as shown: the figure style's own
 #: minimum (``plotting.MIN_FONT_PX``), read there so the two cannot drift apart
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from geolib.report.plotting import FONT_KEY, MIN_FONT_PX, PROBLEMS_KEY, SAVE_SCALE  # noqa: E402
 
 MIN_TEXT_PX = MIN_FONT_PX
 
@@ -333,6 +333,8 @@ def check_page(
     if "<body" not in dom:
         problems.append("page did not load")
     page = Path(url.removeprefix(origin))
+    if page.name == "findings.html" and dom.count("The paper says") < 15:
+        problems.append("the findings page lacks a paragraph per claim")
     if page.name == "intro.html":
         if 'class="claims-table' not in dom:
             problems.append("no claims table (class claims-table) on the introduction")
@@ -414,6 +416,7 @@ def main(argv: list[str]) -> int:
     origin = f"http://127.0.0.1:{server.server_address[1]}/"
     pages = [
         "index.html",
+        "findings.html",
         "intro.html",
         *sorted(p.relative_to(root).as_posix() for p in root.glob("chapters/*.html")),
     ]

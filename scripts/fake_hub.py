@@ -4,7 +4,7 @@
     export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 \
            HF_HUB_CACHE=OUT_DIR/hub HF_DATASETS_CACHE=OUT_DIR/datasets
 
-It holds, under the real names, what the paper profile asks the hub for (issue 25):
+It holds, under the real names, what the paper profile asks the hub for:
 
 - tiny random GPT-NeoX models as ``EleutherAI/pythia-70m`` at revisions ``step0``, ``step1``,
   ``step2``, ``step4``, ``step1000``, and as ``EleutherAI/pythia-160m`` and ``-410m`` at the

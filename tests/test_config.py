@@ -155,7 +155,7 @@ _SIZE_KEY = re.compile(
 
 
 def test_the_rehearsal_is_the_paper_profile_with_only_sizes_counts_and_budgets_cut():
-    """profiles/rehearsal.yaml (issue 25): against the paper profile, every key it changes is
+    """profiles/rehearsal.yaml: against the paper profile, every key it changes is
     a size, a count or a budget, or a list cut to a subset (common.device aside: this machine
     has no GPU); the hub corpus, the hub names and the design's levels stay the paper's."""
     from pathlib import Path

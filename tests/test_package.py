@@ -27,6 +27,7 @@ ALLOWED = {
     "theory": {"measure"},
     "experiments": {"config", "files", "stage", "data", "models", "measure", "theory"},
     "report": {"config", "files", "measure"},
+    "__main__": {"experiments", "report"},
 }
 
 

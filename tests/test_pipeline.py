@@ -183,17 +183,18 @@ def _code_of_notebook(path: Path) -> str:
 
 
 def _entry_modules(cmd: str) -> list[str]:
-    """The geolib modules a ``python -m`` command runs first: the module, or for the geolib
-    command (``python -m geolib measure …``) its ``__main__`` and the subcommand's module, which
-    ``__main__`` picks by name (no import statement shows it). None for other commands."""
+    """The geolib modules a ``python -m`` command runs first: the module (for the geolib
+    command, ``python -m geolib measure …``, its ``__main__``, whose subcommands import what
+    they run). None for other commands; an unknown subcommand is an error."""
     m = re.match(r"python -m (geolib[\w.]*)(?: (\w+))?", cmd)
     if m is None:
         return []
-    if m.group(1) != "geolib":
-        return [m.group(1)]
-    from geolib.__main__ import COMMANDS
+    if m.group(1) == "geolib":
+        from geolib.__main__ import COMMANDS
 
-    return ["geolib.__main__", COMMANDS[m.group(2)]]
+        assert m.group(2) in COMMANDS, f"no geolib subcommand {m.group(2)!r}: {cmd}"
+        return ["geolib.__main__"]
+    return [m.group(1)]
 
 
 def _stage_entry_sources(stage: dict) -> list[str]:
@@ -247,13 +248,15 @@ def test_stage_depends_on_every_module_it_reaches(name):
 
 def test_the_geolib_command_reaches_its_subcommand_modules():
     """A stage running ``python -m geolib measure`` reaches what the measure module imports
-    (the command picks the module by name, which no import statement shows)."""
+    and the figure it draws (imported inside the subcommand's function)."""
     stage = {"cmd": "python -m geolib measure MODEL --out x", "deps": []}
     reached = reached_modules(stage)
     assert Path("geolib/__main__.py") in reached
     assert {
         Path("geolib/experiments/measure_model.py"),
         Path("geolib/measure/probes.py"),
+        Path("geolib/report/measure_figure.py"),
+        Path("geolib/report/plotting.py"),
     } <= reached
 
 

@@ -29,10 +29,11 @@ block, :func:`geolib.measure.probes.layer_names`), one row of ``measure.csv``:
 Outputs in ``--out``: ``measure.csv``, ``r_energy.csv`` (the R_energy columns again, one row per
 revision, layer and rank, in the gradient-energy chapter's columns), ``summary.json`` (the
 model, each revision's weight hash, token counts, library versions, the command line) and
-``profiles.png`` (per-layer profiles, one line per
-revision). They are written only after every revision was measured, so a bad revision leaves no
-partial table. Bad input (no LM head, a revision not in the cache, a text shorter than the
-windows, a layer out of range, ``cuda`` without a GPU) stops before any model is measured.
+``profiles.png`` / ``.svg`` (per-layer profiles, one line per revision, drawn by
+:mod:`geolib.report.measure_figure` when run as ``geolib measure``). They are written only
+after every revision was measured, so a bad revision leaves no partial table. Bad input (no LM
+head, a revision not in the cache, a text shorter than the windows, a layer out of range,
+``cuda`` without a GPU) stops before any model is measured.
 """
 
 from __future__ import annotations
@@ -44,9 +45,10 @@ import importlib.metadata
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -54,7 +56,8 @@ from tqdm.auto import tqdm
 
 from geolib.data.corpus import corpus_splits
 from geolib.data.windows import model_batch, split_windows
-from geolib.files import write_atomic, write_csv, write_json
+from geolib.files import write_csv, write_json
+from geolib.measure import probes
 from geolib.measure.metrics import (
     StreamingCovariance,
     effective_rank,
@@ -62,25 +65,14 @@ from geolib.measure.metrics import (
     isoscore_from_cov,
     stable_rank,
 )
-from geolib.measure.probes import (
-    REFIT,
-    GradientEnergy,
-    SecondMoment,
-    ceiling_ratios,
-    complement_subspaces,
-    is_decoder,
-    layer_names,
-    r_energy,
-    residual_states,
-    states_and_gradients,
-    top_subspaces,
-    unembedding,
-)
 from geolib.measure.residual import top_removal_isoscores
 from geolib.models.checkpoints import load, revision_step, training_mask_prob
 from geolib.models.device import resolve_device
 from geolib.models.fingerprint import weights_hash
 from geolib.models.pretrained import encode_domain, load_gguf
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: defaults: the gradient-energy chapter's ranks, controls, bootstrap and level
 RANKS = (1, 4, 16)
@@ -280,7 +272,7 @@ def centred_effective_rank(cov: np.ndarray) -> float:
 
 def unembedding_row(model) -> dict[str, float]:
     """W's effective rank (σ and σ²), stable rank and IsoScore (rows = tokens)."""
-    w = unembedding(model).detach().to("cpu", torch.float64)
+    w = probes.unembedding(model).detach().to("cpu", torch.float64)
     return {
         "w_erank": effective_rank(w),
         "w_erank_sq": effective_rank(w, squared=True),
@@ -305,9 +297,9 @@ def measure_revision(
     ``w_row``: :func:`unembedding_row` of this revision, computed once for all its texts (it
     does not depend on the text; its SVD of a vocabulary-sized W is costly)."""
     t0 = time.perf_counter()
-    names = layer_names(model)
+    names = probes.layer_names(model)
     d = int(model.config.hidden_size)
-    decoder = is_decoder(model)
+    decoder = probes.is_decoder(model)
     ranks = [k for k in req.ranks if 2 * k <= d - 2]  # T and a control fit, 2 dims left over
     if not ranks:
         raise ValueError(f"no rank of {req.ranks} fits d = {d} (need 2k <= d - 2)")
@@ -326,7 +318,7 @@ def measure_revision(
     covs = {i: StreamingCovariance(d) for i in layer_idx}
     cosines = {i: CosineSum(d) for i in layer_idx}
     for sl in batches(len(src_in)):
-        states = residual_states(model, torch.from_numpy(src_in[sl]).to(req.device))
+        states = probes.residual_states(model, torch.from_numpy(src_in[sl]).to(req.device))
         for i in layer_idx:
             h = states[i].detach().to("cpu", torch.float64).reshape(-1, d)
             covs[i].update(h)
@@ -337,14 +329,16 @@ def measure_revision(
 
     bases, acc = {}, {}
     for i in layer_idx:
-        for k, t in top_subspaces(covs[i].covariance(), ranks).items():
+        for k, t in probes.top_subspaces(covs[i].covariance(), ranks).items():
             rng = np.random.default_rng([req.seed, i, k])
-            bases[i, k] = np.concatenate([t[None], complement_subspaces(t, req.controls, rng)])
-            acc[i, k] = GradientEnergy(bases[i, k])
-    moments = {i: SecondMoment(d) for i in layer_idx}
+            bases[i, k] = np.concatenate(
+                [t[None], probes.complement_subspaces(t, req.controls, rng)]
+            )
+            acc[i, k] = probes.GradientEnergy(bases[i, k])
+    moments = {i: probes.SecondMoment(d) for i in layer_idx}
     loss_sum, n_targets = 0.0, 0
     for sl in batches(len(ev_in)):
-        sg = states_and_gradients(
+        sg = probes.states_and_gradients(
             model,
             torch.from_numpy(ev_in[sl]).to(req.device),
             torch.from_numpy(ev_tg[sl]).to(req.device),
@@ -376,10 +370,12 @@ def measure_revision(
             "isoscore": isoscore_from_cov(cov),
             "mean_cosine": cosines[i].mean(),
         }
-        ceilings = ceiling_ratios(moments[i].matrix.numpy(), ranks)
+        ceilings = probes.ceiling_ratios(moments[i].matrix.numpy(), ranks)
         removed = top_removal_isoscores(cov, ranks)
         for k in ranks:
-            r = r_energy(acc[i, k].energies, n_boot=req.n_boot, level=req.level, seed=req.seed)
+            r = probes.r_energy(
+                acc[i, k].energies, n_boot=req.n_boot, level=req.level, seed=req.seed
+            )
             row |= {
                 f"r_energy_k{k}": r.ratio,
                 f"r_energy_k{k}_ci_low": r.low,
@@ -409,7 +405,7 @@ def measure(req: Request, log=print) -> tuple[list[Measured], dict[str, Any]]:
             for source in req.sources:
                 tokens = encode_text(req, tokenizer, source)
                 texts[source] = (tokens, *windows(req, tokens))
-            layer_idx = pick_layers(req.layers, layer_names(model))
+            layer_idx = pick_layers(req.layers, probes.layer_names(model))
             per_rev = sum(
                 -(-len(src) // req.batch) + -(-len(ev) // req.batch)
                 for _, src, ev in texts.values()
@@ -477,7 +473,7 @@ def long_table(table: Any) -> Any:
                     "layer": r["layer"],
                     "layer_index": int(r["layer_index"]),
                     "k": k,
-                    "source": REFIT,
+                    "source": probes.REFIT,
                     "r_energy": ratio,
                     "ci_low": float(r[f"r_energy_k{k}_ci_low"]),
                     "ci_high": float(r[f"r_energy_k{k}_ci_high"]),
@@ -495,50 +491,16 @@ def measured_ranks(row: dict[str, Any]) -> list[int]:
     return sorted(int(c[10:]) for c in row if c.startswith("r_energy_k") and c[10:].isdigit())
 
 
-def profiles_figure(results: list[Measured], path: Path) -> None:
-    """Per-layer profiles, one line per revision: effective rank, IsoScore, mean cosine,
-    R_energy (the middle rank, with its interval) and IsoScore after removing T."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    ks = measured_ranks(results[0].rows[0])
-    k = ks[len(ks) // 2]
-    panels = [
-        ("erank", "effective rank of H"),
-        ("isoscore", "IsoScore of H"),
-        ("mean_cosine", "mean cosine of H"),
-        (f"r_energy_k{k}", f"R_energy, k = {k} (log)"),
-        (f"isoscore_after_tangent_k{k}", f"IsoScore of H without T, k = {k}"),
-    ]
-    fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 3.0))
-    several_texts = len({r.get("text") for res in results for r in res.rows}) > 1
-    for res in results:
-        x = [r["layer_index"] for r in res.rows]
-        label = f"{res.revision}, {res.rows[0]['text']}" if several_texts else res.revision
-        for ax, (col, title) in zip(axes, panels, strict=True):
-            y = [r[col] for r in res.rows]
-            ax.plot(x, y, marker="o", ms=3, label=label)
-            if col.startswith("r_energy"):
-                lo = [r[f"{col}_ci_low"] for r in res.rows]
-                hi = [r[f"{col}_ci_high"] for r in res.rows]
-                ax.fill_between(x, lo, hi, alpha=0.2)
-                ax.set_yscale("log")
-                ax.axhline(1.0, color="grey", lw=0.8, ls=":")
-            ax.set_title(title, fontsize=9)
-            ax.set_xlabel("layer")
-    title = "revision, text" if several_texts else "revision"
-    axes[0].legend(fontsize=7, title=title, title_fontsize=7)
-    fig.suptitle(results[0].rows[0]["model"], fontsize=10)
-    fig.tight_layout()
-    write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=120, metadata={"Software": None}))
-    plt.close(fig)
-
-
-def write_outputs(results: list[Measured], summary: dict[str, Any], out: str | Path) -> Path:
-    """``measure.csv``, ``r_energy.csv`` (:func:`long_table`), ``summary.json`` and
-    ``profiles.png`` in ``out`` (each written whole)."""
+def write_outputs(
+    results: list[Measured],
+    summary: dict[str, Any],
+    out: str | Path,
+    draw: Callable[[pd.DataFrame, Path], Any] | None = None,
+) -> Path:
+    """``measure.csv``, ``r_energy.csv`` (:func:`long_table`) and ``summary.json`` in ``out``
+    (each written whole); then ``draw(table, out / "profiles")``, the figure (the ``geolib``
+    command passes :func:`geolib.report.measure_figure.profiles_figure`: an experiment draws
+    nothing in the book's style itself)."""
     import pandas as pd
 
     out = Path(out)
@@ -547,7 +509,8 @@ def write_outputs(results: list[Measured], summary: dict[str, Any], out: str | P
     write_csv(out / "measure.csv", table, index=False)
     write_csv(out / "r_energy.csv", long_table(table), index=False)
     write_json(out / "summary.json", summary)
-    profiles_figure(results, out / "profiles.png")
+    if draw is not None:
+        draw(table, out / "profiles")
     return out
 
 
@@ -589,7 +552,10 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(
+    argv: list[str] | None = None, draw: Callable[[pd.DataFrame, Path], Any] | None = None
+) -> int:
+    """``geolib measure``; ``draw`` as in :func:`write_outputs` (without it, no figure)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser().parse_args(argv)
     revs = tuple(int(r) if r.isdigit() else r for r in args.revision) if args.revision else (None,)
@@ -602,10 +568,11 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, RuntimeError, FileNotFoundError) as exc:
         print(f"geolib measure: {exc}", file=sys.stderr)
         return 2
-    out = write_outputs(results, summary, req.out)
+    out = write_outputs(results, summary, req.out, draw)
+    figure = ", profiles.png and .svg" if draw is not None else ""
     print(
         f"wrote {out}/measure.csv ({sum(len(r.rows) for r in results)} rows), r_energy.csv, "
-        "summary.json, profiles.png"
+        f"summary.json{figure}"
     )
     return 0
 

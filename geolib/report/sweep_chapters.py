@@ -1,8 +1,8 @@
-"""What the three sweep chapters share (claims B1–B5, B7, B8): the tables of stage
-``geometry_performance_tables`` loaded once, the lookups the verdicts read, the v1 checks kept
-per claim, and what the v3 rules share (which models learned, the premise that an outcome varies
-beyond its seed noise, intervals decided as drawn, the count of intervals that exclude their
-estimate).
+"""What the three sweep chapters share (claims B1–B5, B7, B8): what their notebooks read first
+(:class:`SweepSetup`), the tables of stage ``geometry_performance_tables`` loaded once, the
+lookups the verdicts read, the v1 checks kept per claim, and what the v3 rules share (which
+models learned, the premise that an outcome varies beyond its seed noise, intervals decided as
+drawn, the count of intervals that exclude their estimate).
 
 The chapters are ``geometry_performance`` (B1, B2, B7: geometry against performance),
 ``training_knobs`` (B3–B5: batch size, weight decay, learning rate) and
@@ -14,17 +14,19 @@ The chapters are ``geometry_performance`` (B1, B2, B7: geometry against performa
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import Any, ClassVar, Self
 
 import numpy as np
 import pandas as pd
 
+from geolib.config import stage_params
 from geolib.measure import validate as check
 from geolib.measure.geometry import ID_LOSS
 from geolib.measure.stats import count_excluding, entropy_of_counts, proportion_ci, within_groups
-from geolib.report.claims import Claim, history
+from geolib.report.claims import AFTER_DATA, Claim, history, scale_of_runs
 from geolib.report.rules import (
     Learners,
     Rule,
@@ -32,13 +34,64 @@ from geolib.report.rules import (
     combine_statuses,
     decide_if_defined,
     deciding_check,
+    given_premise,
     learners,
+    robustness,
     rule_from_params,
 )
 
 #: the sweep's factors, as :data:`geolib.models.grid.FACTORS` names them (a test keeps them
 #: equal; the report wing knows no models)
 FACTORS = ("size", "batch_size", "weight_decay", "lr", "final_lr_ratio", "seed")
+
+
+@dataclass(frozen=True)
+class SweepSetup:
+    """What each sweep chapter's notebook reads beside its rules: who learned (the top-level
+    ``verdicts`` section), the design (``sweep``), and the sections of other stages whose
+    tables it reads (``stages``: B8's ``forgetting`` and ``quantization``), each with
+    ``common`` merged in. Its rules (the ``geometry_performance`` section, with its overrides)
+    and where it writes, a notebook reads itself: the pipeline's checks look for them there."""
+
+    verdicts: dict[str, Any]
+    sweep: dict[str, Any]
+    stages: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @classmethod
+    def read(cls, params_path: str | Path, *stages: str) -> SweepSetup:
+        """The sections from the parameters file ``params_path``: ``verdicts``, ``sweep``, then
+        each of ``stages`` (a missing one is an error naming it)."""
+        verdicts = stage_params(params_path, "verdicts")
+        sweep = stage_params(params_path, "sweep")
+        return cls(verdicts, sweep, {s: stage_params(params_path, s) for s in stages})
+
+    def load(self, chapter: ModuleType, rules: Mapping[str, Any]) -> tuple[Any, Any]:
+        """A chapter's section and tables, for a chapter module (B1–B5, B7) whose ``Section``
+        reads ``rules`` with the verdicts and whose ``load_tables`` reads the sweep's points."""
+        section = chapter.Section.from_params(rules, self.verdicts)
+        return section, chapter.load_tables(section, self.sweep["points"])
+
+    def grid_words(self, models: pd.DataFrame) -> str:
+        """This run's grid in words (Markdown), from the design and the per-model table
+        ``models`` (how many models, the vocabulary): sizes, factor levels, tokens and steps,
+        the centre point, what varies around it and the seed replicates."""
+        sweep = self.sweep
+        levels, base = sweep["factorial"], sweep["base"]
+        sizes = ", ".join(
+            f"{k} (d = {v['d_model']}, {v['n_layers']} layers)" for k, v in sweep["sizes"].items()
+        )
+        steps = ", ".join(
+            f"{b}: {base['token_budget'] // (b * base['seq_len'])}" for b in levels["batch_size"]
+        )
+        return (
+            f"**This run's grid.** {len(models)} models. Sizes {sizes}; vocabulary "
+            f"{models['vocab_size'].iloc[0]}. Batch sizes {levels['batch_size']} sequences of "
+            f"{base['seq_len']} tokens; weight decay {levels['weight_decay']}; peak learning rate "
+            f"{levels['lr']}; annealed to {levels['final_lr_ratio']} of the peak; "
+            f"{base['token_budget']:,} tokens per model, so steps by batch size {steps}. Centre "
+            f"{sweep['center']}, varied {sweep['vary']}; seed replicates "
+            f"{sweep['replicate_seeds']}."
+        )
 
 
 @dataclass(frozen=True)
@@ -251,6 +304,17 @@ def combined(checks: Sequence[tuple[Verdict, str]]) -> Decision:
     return Decision(Verdict(status, deciding.rule, deciding.reason), key, tuple(checks))
 
 
+def premised(
+    rule: Rule, holds: Sequence[tuple[bool, str]], decided: tuple[Verdict, str]
+) -> tuple[Verdict, str]:
+    """A check after its premises: ``decided`` (a verdict and the check in words) if every
+    premise of ``holds`` (``(holds, why not)`` pairs) holds, else inconclusive with the first
+    that fails (:func:`geolib.report.rules.given_premise`); the words stay the check's."""
+    failed = [why for ok, why in holds if not ok]
+    verdict = given_premise(rule, not failed, failed[0] if failed else "-", lambda: decided[0])
+    return verdict, decided[1]
+
+
 # ---------------------------------------------------------------------------------------------
 # What the v3 rules share
 # ---------------------------------------------------------------------------------------------
@@ -260,7 +324,17 @@ def combined(checks: Sequence[tuple[Verdict, str]]) -> Decision:
 class SweepSection:
     """What every sweep chapter reads of the ``geometry_performance`` section (and of the
     top-level ``verdicts`` section): where the tables are, the bootstrap's settings, the v1
-    rules (``verdict``), the v2 mapping, and the v3 constants (``sweep_v3``)."""
+    rules (``verdict``), the v2 mapping, and the v3 constants (``sweep_v3``).
+
+    A chapter's subclass adds a field per v3 mapping it reads, and says what it checks:
+    ``V1_RULES`` (rules of ``verdict``), ``V2_KEYS`` (keys of ``v2``), ``V2_RULES`` (claims whose
+    v2 rule is ``v2.<claim>.decide``), ``V3_RULES`` (v3 mapping → the rules it holds) and its
+    own v2 settings (:meth:`check_v2`)."""
+
+    V1_RULES: ClassVar[Sequence[str]] = ()
+    V2_KEYS: ClassVar[Sequence[str]] = ()
+    V2_RULES: ClassVar[Sequence[str]] = ()
+    V3_RULES: ClassVar[Mapping[str, Sequence[str]]] = {}
 
     models_table: Path
     n_boot: int
@@ -271,6 +345,36 @@ class SweepSection:
     unigram_counts: Path
     min_learned_per_size: int
     learned_margin: float
+
+    @classmethod
+    def from_params(
+        cls, section: Mapping[str, Any], verdicts: Mapping[str, Any] | None = None
+    ) -> Self:
+        """From the section (``common`` merged in) and the top-level ``verdicts`` section: the
+        shared fields (:meth:`fields_from`), the chapter's v2 settings and rules, then its v3
+        mappings; an error names the key that is wrong."""
+        where = "geometry_performance"
+        base = cls.fields_from(section, verdicts, cls.V1_RULES, cls.V2_KEYS)
+        v2 = base["v2"]
+        cls.check_v2(v2)
+        for claim in cls.V2_RULES:
+            rule = mapping(f"{where}.v2.{claim}", v2[claim]).get("decide")
+            rule_spec(f"{where}.v2.{claim}.decide", rule)
+        v3 = {}
+        for key, rules in cls.V3_RULES.items():
+            if key not in section:
+                raise ValueError(f"{where}: missing key {key!r} (the v3 rule)")
+            v3[key] = v3_spec(f"{where}.{key}", section[key], rules)
+        return cls(**base, **v3)
+
+    @staticmethod
+    def check_v2(v2: Mapping[str, Any]) -> None:
+        """A chapter's own settings of ``v2`` (none here; an error names the key)."""
+
+    def load_sweep(self, points: Sequence[str]) -> SweepTables:
+        """The sweep's tables, from where the analysis stage wrote them (``points``: the
+        sweep's)."""
+        return SweepTables.load(self.models_table.parent, list(points))
 
     @staticmethod
     def fields_from(
@@ -322,6 +426,20 @@ class SweepSection:
                 "verdicts.learned_margin", verdicts["learned_margin"], low=0
             ),
         }
+
+
+@dataclass(frozen=True, kw_only=True)
+class V3Terms:
+    """What the section of a chapter with one v3 rule (B6, B8) states beside its checks: why v3
+    differs from v2 (``revision``, in words), the alternatives declared with it (name →
+    settings), and whom it counts: the models whose ID loss lies at least ``learned_margin``
+    nats (``verdicts.learned_margin``) below the unigram entropy of the training split's token
+    counts (``unigram_counts``)."""
+
+    revision: str
+    alternatives: Mapping[str, Mapping[str, Any]]
+    unigram_counts: str
+    learned_margin: float
 
 
 def mapping(where: str, value: Any) -> dict[str, Any]:
@@ -379,6 +497,20 @@ def learned_models(models: pd.DataFrame, entropy: float, margin: float) -> Learn
     entropy of the training split (:func:`geolib.report.rules.learners`)."""
     loss = dict(zip(models["name"], models[ID_LOSS], strict=True))
     return learners(loss, dict.fromkeys(loss, entropy), margin)
+
+
+@dataclass(frozen=True)
+class ChapterTables:
+    """The sweep's tables as a chapter reads them, with the unigram entropy of the training
+    split (the bar a model must beat to have learned); a chapter's subclass adds its own."""
+
+    sweep: SweepTables
+    unigram_entropy: float
+
+
+def learned(tables: ChapterTables, section: SweepSection) -> Learners:
+    """The models that learned (only they enter a v3 verdict)."""
+    return learned_models(tables.sweep.models, tables.unigram_entropy, section.learned_margin)
 
 
 def all_learned(learned: Learners, names: Sequence[str], what: str) -> tuple[bool, str]:
@@ -559,6 +691,49 @@ def claim_text(claims: Sequence[Claim], anchor: str) -> str:
             f"unit: {row.unit}",
             f"detail: {row.detail}",
         ]
+    )
+
+
+def sweep_claim(
+    claim: str,
+    chapter: str,
+    decision: Decision,
+    v1: Checks,
+    *,
+    v2: str,
+    spec: Mapping[str, Any],
+    tables: SweepTables,
+    who: Learners,
+    counts: str,
+    alternatives: Mapping[str, str],
+    anchor: str,
+    rule: str,
+    unit: str,
+    extra: str = "",
+    post_hoc: str = "",
+) -> Claim:
+    """A sweep chapter's row of ``claim``: v3's ``decision`` and whether it survives each
+    declared alternative, with v1's checks and v2's status beside it and why v3 differs
+    (``spec``: the claim's v3 mapping), decided after seeing data. Its detail: v3's checks,
+    ``extra`` words, who learned (``who``), the ``counts`` of intervals that exclude their estimate
+    (:func:`excluding_words`) and v1's checks."""
+    v1_status, _, v1_detail = v1.summary(claim)
+    return Claim(
+        claim,
+        decision.status,
+        decision.key_number,
+        chapter,
+        f"v3: {decision.words()}.{extra} {learned_text(who)}. {counts}. v1: {v1_detail}",
+        anchor=anchor,
+        rule=rule,
+        unit=unit,
+        robust=robustness(decision.status, alternatives),
+        post_hoc=post_hoc,
+        rule_v1=v1_status,
+        rule_v2=v2,
+        revision=words(spec["revision"]),
+        scale=scale_of_runs(tables.scale_runs()),
+        decided=AFTER_DATA,
     )
 
 

@@ -58,10 +58,11 @@ def test_every_column_against_the_library_computed_another_way(tmp_path):
     folder = _saved_model(tmp_path / "model")
     text = _text(tmp_path / "text.txt")
     out = tmp_path / "out"
-    assert mm.main([str(folder), "--text", str(text), *ARGS, "--out", str(out)]) == 0
+    argv = ["measure", str(folder), "--text", str(text), *ARGS, "--out", str(out)]
+    assert geolib_main(argv) == 0  # the command: the figure is the report's
     table = pd.read_csv(out / "measure.csv")
     summary = json.loads((out / "summary.json").read_text())
-    assert (out / "profiles.png").stat().st_size > 0
+    assert (out / "profiles.png").stat().st_size > 0 and (out / "profiles.svg").is_file()
     assert list(table["layer_index"]) == [0, 1, 2]  # embedding output + 2 blocks
 
     # the chosen spectrum: RANK_W equal singular values

@@ -5,17 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from geolib.measure import residual
 from geolib.measure.metrics import isoscore, isoscore_star
 from geolib.measure.probes import complement_subspaces, top_subspace
-from geolib.measure.residual import (
-    SequenceMoments,
-    centred_replicates,
-    gain_fraction,
-    isoscore_of_covariance,
-    residual_isoscore,
-    shrink,
-    top_removal_isoscore,
-)
 from geolib.measure.stats import bootstrap_weights
 
 
@@ -42,15 +34,15 @@ def test_residual_equals_isoscore_star_of_projected_points(zeta):
     u = _orthonormal(rng, 12, 3)
     q = _complement(u)
     direct = isoscore_star(x @ q, C0=q.T @ c0 @ q, zeta=zeta)
-    s = shrink(np.cov(x, rowvar=False), c0, zeta)
-    assert residual_isoscore(s, u)[0] == pytest.approx(direct, rel=1e-10, abs=1e-12)
+    s = residual.shrink(np.cov(x, rowvar=False), c0, zeta)
+    assert residual.residual_isoscore(s, u)[0] == pytest.approx(direct, rel=1e-10, abs=1e-12)
 
 
 def test_stack_of_covariances_and_bases_match_one_by_one():
     rng = np.random.default_rng(1)
     covs = np.stack([np.cov(_cloud(rng, n=300), rowvar=False) for _ in range(4)])
     bases = complement_subspaces(_orthonormal(rng, 12, 2), 5, rng)
-    out = residual_isoscore(covs, bases)
+    out = residual.residual_isoscore(covs, bases)
     assert out.shape == (4, 5)
     for b in range(4):
         for m in range(5):
@@ -69,16 +61,18 @@ def test_top_removal_equals_removing_the_top_eigenvectors():
     c = np.cov(_cloud(rng), rowvar=False)
     for k in (1, 3, 6):
         t = top_subspace(c, k)
-        assert top_removal_isoscore(c, k) == pytest.approx(residual_isoscore(c, t)[0], rel=1e-10)
+        assert residual.top_removal_isoscore(c, k) == pytest.approx(
+            residual.residual_isoscore(c, t)[0], rel=1e-10
+        )
     stack = np.stack([c, 2.0 * c])
-    assert np.allclose(top_removal_isoscore(stack, 2), top_removal_isoscore(c, 2))
+    assert np.allclose(residual.top_removal_isoscore(stack, 2), residual.top_removal_isoscore(c, 2))
 
 
 def test_warm_started_top_removal_matches_the_exact_one_on_resamples():
-    from geolib.measure.residual import SequenceMoments, top_removal_isoscore_near
+    from geolib.measure.residual import top_removal_isoscore_near
 
     rng = np.random.default_rng(9)
-    mom = SequenceMoments(np.zeros(12))
+    mom = residual.SequenceMoments(np.zeros(12))
     scales = np.geomspace(6.0, 0.2, 12)
     for _ in range(40):
         mom.update(rng.standard_normal((30, 12)) * scales)
@@ -86,7 +80,7 @@ def test_warm_started_top_removal_matches_the_exact_one_on_resamples():
     boot = mom.covariance(rng.multinomial(40, np.full(40, 1 / 40), size=25).astype(float))
     for k in (1, 3):
         near = top_removal_isoscore_near(boot, top_subspace(point, k))
-        exact = top_removal_isoscore(boot, k)
+        exact = residual.top_removal_isoscore(boot, k)
         assert np.allclose(near, exact, atol=1e-9)
     with pytest.raises(ValueError, match="stack"):
         top_removal_isoscore_near(point, top_subspace(point, 1))
@@ -101,11 +95,11 @@ def test_removing_the_top_subspace_raises_isoscore_by_construction():
     x[:, 0] *= 6.0
     c = np.cov(x, rowvar=False)
     before = isoscore(x)
-    assert top_removal_isoscore(c, 1) > before + 0.3
+    assert residual.top_removal_isoscore(c, 1) > before + 0.3
     # and it beats every random normal control
     t = top_subspace(c, 1)
-    controls = residual_isoscore(c, complement_subspaces(t, 20, rng))
-    assert residual_isoscore(c, t)[0] > controls.max() + 0.3
+    controls = residual.residual_isoscore(c, complement_subspaces(t, 20, rng))
+    assert residual.residual_isoscore(c, t)[0] > controls.max() + 0.3
 
 
 def test_planted_subspace_helps_only_when_it_carries_variance():
@@ -120,11 +114,13 @@ def test_planted_subspace_helps_only_when_it_carries_variance():
     bulk_only = q @ _orthonormal(rng, d - 1, 1)  # a planted direction orthogonal to the spike
     for planted, helps in ((spike, True), (bulk_only, False)):
         ctrl = complement_subspaces(planted, 50, rng)
-        gain = residual_isoscore(cov, planted)[0] - isoscore_star_from(cov)
-        gain_n = np.median(residual_isoscore(cov, ctrl)) - isoscore_star_from(cov)
+        gain = residual.residual_isoscore(cov, planted)[0] - isoscore_star_from(cov)
+        gain_n = np.median(residual.residual_isoscore(cov, ctrl)) - isoscore_star_from(cov)
         assert bool(gain > gain_n + 0.05) == helps
     # the spike direction is also what the top-1 removal finds: the maximum
-    assert residual_isoscore(cov, spike)[0] == pytest.approx(top_removal_isoscore(cov, 1))
+    assert residual.residual_isoscore(cov, spike)[0] == pytest.approx(
+        residual.top_removal_isoscore(cov, 1)
+    )
 
 
 def test_top_removal_lowers_isoscore_of_nearly_isotropic_points():
@@ -135,16 +131,18 @@ def test_top_removal_lowers_isoscore_of_nearly_isotropic_points():
     lam[-1] = 0.0
     cov = np.diag(lam)
     before = isoscore_star_from(cov)
-    assert top_removal_isoscore(cov, 2) < before
+    assert residual.top_removal_isoscore(cov, 2) < before
     ctrl = complement_subspaces(top_subspace(cov, 2), 20, np.random.default_rng(8))
-    d_n = np.median(residual_isoscore(cov, ctrl)) - before
-    assert np.isnan(gain_fraction(0.0, d_n, top_removal_isoscore(cov, 2) - before))
+    d_n = np.median(residual.residual_isoscore(cov, ctrl)) - before
+    assert np.isnan(
+        residual.gain_fraction(0.0, d_n, residual.top_removal_isoscore(cov, 2) - before)
+    )
 
 
 def test_sequence_moments_reweighting_is_exact():
     rng = np.random.default_rng(5)
     seqs = [rng.standard_normal((n, 6)) * 0.01 + 1e3 for n in (7, 9, 5, 8)]
-    mom = SequenceMoments(shift=np.full(6, 1e3))
+    mom = residual.SequenceMoments(shift=np.full(6, 1e3))
     for s in seqs:
         mom.update(s)
     assert mom.n_sequences == 4
@@ -160,7 +158,7 @@ def test_sequence_moments_reweighting_is_exact():
 
 def test_gain_fraction():
     d_t, d_n, d_max = np.array([0.5, 0.2, 0.3]), np.array([0.0, 0.1, 0.3]), np.array([1, 0.3, 0.3])
-    f = gain_fraction(d_t, d_n, d_max)
+    f = residual.gain_fraction(d_t, d_n, d_max)
     assert f[0] == pytest.approx(0.5)
     assert f[1] == pytest.approx(0.5)
     assert np.isnan(f[2])
@@ -170,22 +168,22 @@ def test_bad_input():
     rng = np.random.default_rng(6)
     c = np.cov(_cloud(rng), rowvar=False)
     with pytest.raises(ValueError, match="orthonormal"):
-        residual_isoscore(c, rng.standard_normal((12, 2)))
+        residual.residual_isoscore(c, rng.standard_normal((12, 2)))
     with pytest.raises(ValueError, match="1 <= k"):
-        residual_isoscore(c, _orthonormal(rng, 12, 11))
+        residual.residual_isoscore(c, _orthonormal(rng, 12, 11))
     with pytest.raises(ValueError, match="symmetric"):
-        residual_isoscore(c + np.triu(np.ones((12, 12)), 1), _orthonormal(rng, 12, 2))
+        residual.residual_isoscore(c + np.triu(np.ones((12, 12)), 1), _orthonormal(rng, 12, 2))
     with pytest.raises(ValueError, match="non-finite"):
-        residual_isoscore(np.full((12, 12), np.nan), _orthonormal(rng, 12, 2))
+        residual.residual_isoscore(np.full((12, 12), np.nan), _orthonormal(rng, 12, 2))
     with pytest.raises(ValueError, match="zeta"):
-        shrink(c, None, 1.5)
+        residual.shrink(c, None, 1.5)
     with pytest.raises(ValueError, match="k must be"):
-        top_removal_isoscore(c, 11)
+        residual.top_removal_isoscore(c, 11)
     with pytest.raises(ValueError, match="positive semidefinite"):
-        top_removal_isoscore(-c, 2)
+        residual.top_removal_isoscore(-c, 2)
     with pytest.raises(ValueError, match="zero"):
-        residual_isoscore(np.zeros((12, 12)), _orthonormal(rng, 12, 2))
-    mom = SequenceMoments(np.zeros(3))
+        residual.residual_isoscore(np.zeros((12, 12)), _orthonormal(rng, 12, 2))
+    mom = residual.SequenceMoments(np.zeros(3))
     with pytest.raises(ValueError, match="no sequences"):
         mom.covariance()
     with pytest.raises(ValueError, match="states must be"):
@@ -197,19 +195,17 @@ def test_bad_input():
 
 def test_isoscore_of_covariance_matches_metrics():
     from geolib.measure.metrics import isoscore_from_cov
-    from geolib.measure.residual import isoscore_of_covariance
 
     rng = np.random.default_rng(7)
     c = np.cov(_cloud(rng), rowvar=False)
-    assert isoscore_of_covariance(c) == pytest.approx(isoscore_from_cov(c), rel=1e-10)
-    assert np.allclose(isoscore_of_covariance(np.stack([c, 3 * c])), isoscore_from_cov(c))
+    assert residual.isoscore_of_covariance(c) == pytest.approx(isoscore_from_cov(c), rel=1e-10)
+    assert np.allclose(residual.isoscore_of_covariance(np.stack([c, 3 * c])), isoscore_from_cov(c))
 
 
 def test_a_collapsed_representation_is_undefined_not_an_error():
     """States spanning only k directions leave rounding after the top-k removal: every route
     says NaN (undefined) there, and stays finite when the residual still has variance."""
     from geolib.measure.residual import (
-        isoscore_of_covariance,
         top_removal_isoscore_near,
         top_removal_isoscores,
     )
@@ -219,14 +215,14 @@ def test_a_collapsed_representation_is_undefined_not_an_error():
     x = rng.standard_normal((500, 3)) * [3.0, 2.0, 1.0] @ u.T  # rank 3 in d = 10
     s = np.cov(x, rowvar=False)
     stack = np.stack([s, s * 1.01])
-    assert np.isnan(top_removal_isoscore(s, 3))
-    assert np.isnan(residual_isoscore(s, u)).all()
+    assert np.isnan(residual.top_removal_isoscore(s, 3))
+    assert np.isnan(residual.residual_isoscore(s, u)).all()
     assert np.isnan(top_removal_isoscore_near(stack, u)).all()
     assert np.isfinite(top_removal_isoscores(s, [1, 2])[2])  # one direction still left
     with pytest.raises(ValueError, match="covariance is zero"):
-        isoscore_of_covariance(np.zeros((4, 4)))  # no variance at all: bad input
+        residual.isoscore_of_covariance(np.zeros((4, 4)))  # no variance at all: bad input
     full = np.cov(_cloud(rng), rowvar=False)
-    assert np.isfinite(top_removal_isoscore(full, 3))
+    assert np.isfinite(residual.top_removal_isoscore(full, 3))
 
 
 def test_unchecked_scores_equal_checked_ones_and_checks_stay_the_default():
@@ -235,29 +231,29 @@ def test_unchecked_scores_equal_checked_ones_and_checks_stay_the_default():
     s = np.einsum("bni,bnj->bij", x, x) / 50
     u = np.linalg.qr(rng.normal(size=(6, 2)))[0]
     np.testing.assert_array_equal(
-        residual_isoscore(s, u, check_input=False), residual_isoscore(s, u)
+        residual.residual_isoscore(s, u, check_input=False), residual.residual_isoscore(s, u)
     )
     bad = s.copy()
     bad[0, 0, 1] += 1.0
     with pytest.raises(ValueError, match="symmetric"):
-        residual_isoscore(bad, u)
+        residual.residual_isoscore(bad, u)
 
 
 def test_centred_replicates_move_by_the_mean_bias_and_skip_undefined_draws():
     draws = np.array([1.0, 2.0, np.nan, 6.0])
-    moved, bias = centred_replicates(draws, 5.0)
+    moved, bias = residual.centred_replicates(draws, 5.0)
     assert bias == pytest.approx(3.0 - 5.0)  # mean of the finite draws (3) minus the estimate
     assert np.allclose(moved[[0, 1, 3]], [3.0, 4.0, 8.0]) and np.isnan(moved[2])
-    same, nothing = centred_replicates(np.full(3, np.nan), 1.0)
+    same, nothing = residual.centred_replicates(np.full(3, np.nan), 1.0)
     assert np.isnan(nothing) and np.isnan(same).all()
-    assert np.isnan(centred_replicates(draws, np.nan)[1])
+    assert np.isnan(residual.centred_replicates(draws, np.nan)[1])
 
 
 def _sequence_moments(rng, root, n_seq=32, n_tok=16):
     """Sequences whose tokens share a sequence-level offset (half the variance), as an LM's
     states within a context do: few effective samples against the dimension."""
     d = root.shape[0]
-    m = SequenceMoments(np.zeros(d))
+    m = residual.SequenceMoments(np.zeros(d))
     for _ in range(n_seq):
         z = rng.standard_normal(d) + rng.standard_normal((n_tok, d))
         m.update(z @ root.T / np.sqrt(2.0))
@@ -274,7 +270,7 @@ def test_top_removal_gain_replicates_are_biased_low_and_centring_fixes_the_inter
     root = _orthonormal(np.random.default_rng(0), d, d) * np.sqrt(lam)
 
     def gain(c):
-        return top_removal_isoscore(c, k) - isoscore_of_covariance(c)
+        return residual.top_removal_isoscore(c, k) - residual.isoscore_of_covariance(c)
 
     population = gain(root @ root.T)
     # independent samples of the same size: the plug-in's mean and spread (Monte Carlo)
@@ -291,7 +287,7 @@ def test_top_removal_gain_replicates_are_biased_low_and_centring_fixes_the_inter
     raw = gain(m.covariance(bootstrap_weights(m.n_sequences, 400, 2)))
     lo, hi = np.quantile(raw, [0.025, 0.975])
     assert hi < estimate  # the symptom: the raw interval excludes its estimate
-    centred, bias = centred_replicates(raw, estimate)
+    centred, bias = residual.centred_replicates(raw, estimate)
     # the bootstrap bias estimates the sampling bias (same sign, same order)
     assert 0.5 < bias / sampling_bias < 2.0
     lo, hi = np.quantile(centred, [0.025, 0.975])

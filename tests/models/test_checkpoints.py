@@ -24,9 +24,9 @@ from geolib.models.checkpoints import (
 )
 from geolib.models.families import ModelConfig, build_model, quiet_progress
 from geolib.models.train import TrainConfig, checkpoint_steps, train
+from tests.repo import ROOT
 from tests.tiny import tiny_corpus
 
-ROOT = Path(__file__).resolve().parents[2]
 V = 48
 SPECIALS = ["<eos>", "<pad>", "[MASK]"]
 

@@ -4,7 +4,6 @@ resume."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -35,8 +34,8 @@ from geolib.models.train import (
     train,
     train_step,
 )
+from tests.repo import repo_env
 
-ROOT = Path(__file__).resolve().parents[2]
 V = 64
 MASK = V - 1
 
@@ -319,7 +318,7 @@ def test_resume_after_sigkill(token_files, tmp_path):
     path = tmp_path / "params.yaml"
     path.write_text(yaml.safe_dump(params))
     cmd = [sys.executable, "-m", "geolib.models.train", "--params", str(path), "--section", "run"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = repo_env()
     proc = subprocess.Popen([*cmd, "--run-dir", str(tmp_path / "b"), "--no-progress"], env=env)
     deadline = time.time() + 120
     while not (tmp_path / "b" / "step-100").exists() and time.time() < deadline:
@@ -452,7 +451,7 @@ def test_resume_after_sigkill_at_random_points(token_files, tmp_path):
     script = tmp_path / "killer.py"
     script.write_text(_KILLER)
     (tmp_path / "cfg.json").write_text(json.dumps(cfg.to_dict()))
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = repo_env()
     rng = np.random.default_rng(2026)
     cases = [
         ("step", int(rng.integers(2, 24))),

@@ -59,7 +59,7 @@ def test_names_inside_links_are_bare_or_refused():
 
 
 def test_a_hostile_claim_row_reaches_the_table_and_the_abstract_as_text(tmp_path):
-    """The fault of issue 26: an edited claims file put a live <img onerror> tag into the
+    """The fault this guards against: an edited claims file put a live <img onerror> tag into the
     book. Every text field is shown as written; the table keeps its columns."""
     evil = HOSTILE[0]
     row = Claim(

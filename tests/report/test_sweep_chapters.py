@@ -1,13 +1,15 @@
-"""geolib.report.sweep_chapters: the sweep tables loaded for the three chapters, the lookups
-their verdicts read, and v1's checks kept per claim."""
+"""geolib.report.sweep_chapters: what the three chapters' notebooks read first, the sweep tables
+loaded for them, the lookups their verdicts read, and v1's checks kept per claim."""
 
 from __future__ import annotations
 
 from dataclasses import fields
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from geolib.models.grid import FACTORS as GRID_FACTORS
 from geolib.report.claims import AFTER_DATA, Claim
@@ -23,7 +25,9 @@ from geolib.report.rules import (
 )
 from geolib.report.sweep_chapters import (
     FACTORS,
+    ChapterTables,
     Checks,
+    SweepSetup,
     SweepTables,
     all_learned,
     cell_models,
@@ -38,12 +42,18 @@ from geolib.report.sweep_chapters import (
     interval_text,
     learned_models,
     learned_text,
+    premised,
     row_where,
     seed_sd_interval,
     share_text,
+    sweep_claim,
     unigram_entropy,
     varies_among,
 )
+from geolib.report.sweep_chapters import (
+    learned as learned_,
+)
+from tests.report.tables import with_interval
 
 POINTS = ["S-b8-s0", "S-b128-s0", "S-b8-s1"]
 
@@ -57,9 +67,9 @@ def _tables(folder):
             "params": [1000, 1000, 1000],
             "tokens": [5000, 5000, 5000],
             "loss_id_test": [4.0, 4.1, 4.2],
-            "loss_ood_bible": [5.0, 5.1, 5.2],
-            "loss_ood_bible_ci_low": [4.9, 5.0, 5.1],
-            "loss_ood_bible_ci_high": [5.1, 5.2, 5.3],
+            **with_interval(
+                "loss_ood_bible", [5.0, 5.1, 5.2], [4.9, 5.0, 5.1], [5.1, 5.2, 5.3], "_ci"
+            ),
         }
     )
     models.to_csv(folder / "models.csv", index=False)
@@ -153,6 +163,59 @@ def test_the_sweep_chapters_share_one_section():
     assert section_of("scale") == "scale"  # every other chapter reads its own
 
 
+SWEEP = {
+    "base": {"seq_len": 64, "token_budget": 262144},
+    "sizes": {"S": {"d_model": 64, "n_layers": 2}, "M": {"d_model": 128, "n_layers": 3}},
+    "factorial": {
+        "batch_size": [8, 128],
+        "weight_decay": [0.0, 2.0],
+        "lr": [0.004],
+        "final_lr_ratio": [0.1],
+    },
+    "center": {"batch_size": 8, "seed": 0},
+    "vary": {"final_lr_ratio": [0.0]},
+    "replicate_seeds": [1],
+    "points": ["S-b8-s0", "S-b128-s0"],
+}
+
+
+def test_a_notebook_reads_its_sections_once_and_words_the_grid(tmp_path):
+    path = tmp_path / "params.yaml"
+    params = {
+        "common": {"seed": 7},
+        "verdicts": {"learned_margin": 0.25},
+        "sweep": SWEEP,
+        "forgetting": {"out_dir": "data/results/forgetting"},
+    }
+    path.write_text(yaml.safe_dump(params, sort_keys=False))
+    setup = SweepSetup.read(path, "forgetting")
+    # each section with common merged in, as stage_params reads it
+    assert setup.verdicts == {"seed": 7, "learned_margin": 0.25}
+    assert setup.sweep == {"seed": 7, **SWEEP}
+    assert setup.stages == {"forgetting": {"seed": 7, "out_dir": "data/results/forgetting"}}
+    assert SweepSetup.read(path).stages == {}
+    with pytest.raises(KeyError, match="no section 'quantization'"):
+        SweepSetup.read(path, "forgetting", "quantization")
+
+    # a chapter's section from the notebook's rules and the verdicts, its tables at the points
+    chapter = SimpleNamespace(
+        Section=SimpleNamespace(from_params=lambda rules, verdicts: (rules["n_boot"], verdicts)),
+        load_tables=lambda section, points: (section, points),
+    )
+    section, tables = setup.load(chapter, {"n_boot": 200})
+    assert section == (200, setup.verdicts)
+    assert tables == (section, ["S-b8-s0", "S-b128-s0"])
+
+    models = pd.DataFrame({"name": SWEEP["points"], "vocab_size": [4096, 4096]})
+    assert setup.grid_words(models) == (
+        "**This run's grid.** 2 models. Sizes S (d = 64, 2 layers), M (d = 128, 3 layers); "
+        "vocabulary 4096. Batch sizes [8, 128] sequences of 64 tokens; weight decay [0.0, 2.0]; "
+        "peak learning rate [0.004]; annealed to [0.1] of the peak; 262,144 tokens per model, "
+        "so steps by batch size 8: 512, 128: 32. Centre {'batch_size': 8, 'seed': 0}, varied "
+        "{'final_lr_ratio': [0.0]}; seed replicates [1]."
+    )
+
+
 # ---------------------------------------------------------------------------------------------
 # What the v3 rules share
 # ---------------------------------------------------------------------------------------------
@@ -207,6 +270,18 @@ def test_learned_models_and_the_premise_of_a_table_over_all_models():
     ok, why = enough_per_size(models.assign(size=["S", "S", "M"]), learned, 2)
     assert not ok and why.startswith("too few models learned: 1 in size M, 1 in size S")
     assert enough_per_size(models.assign(size=["S", "S", "M"]), learned, 1)[0]
+    tables = ChapterTables(_sweep(models=models), 6.0)
+    section = SimpleNamespace(learned_margin=0.25)
+    assert learned_(tables, section) == learned  # a chapter's models that learned
+
+
+def test_a_check_after_its_premises():
+    rule = rule_from_params({"rule": "threshold", "threshold": 0.5, "reason": "above a half"})
+    decided = decide_interval(rule, 0.8, 0.6, 0.9, "share")
+    assert premised(rule, [(True, "-"), (True, "-")], decided) == decided
+    v, what = premised(rule, [(True, "-"), (False, "too few"), (False, "flat")], decided)
+    assert v.status == INCONCLUSIVE and v.reason == "premise fails: too few"
+    assert what == "share: 0.8 [0.6, 0.9]"  # the check's words are kept
 
 
 def _sweep(**tables) -> SweepTables:
@@ -347,3 +422,51 @@ def test_a_claim_row_in_words_and_the_rows_side_by_side():
         "key number": "k [1, 2]",
         "robust": "yes",
     }
+
+
+def test_a_sweep_claim_row_carries_v3_its_words_and_v1_and_v2():
+    rule = {"rule": "threshold", "threshold": 0.5, "reason": "above a half"}
+    v1 = Checks({"b": rule})
+    v1.decide("B3", "b", 0.4, 0.3, 0.45, "share")
+    decision = combined([decide_interval(rule_from_params(rule), 0.8, 0.6, 0.9, "share")])
+    models = pd.DataFrame(
+        {"name": ["S-b8-s0", "S-b8-s1"], "params": [1000] * 2, "tokens": [5000] * 2}
+    )
+    who = learned_models(models.assign(loss_id_test=[5.0, 5.0]), 6.0, 0.25)
+    row = sweep_claim(
+        "B3",
+        "training_knobs",
+        decision,
+        v1,
+        v2=PARTLY,
+        spec={"revision": " learned\n models "},
+        tables=_sweep(models=models),
+        who=who,
+        counts="0 of 4 intervals in the tables exclude their estimate",
+        alternatives={"known sd": REPRODUCED},
+        anchor="verdict-b3",
+        rule="v3: above a half",
+        unit="matched pairs (n = 1)",
+        extra=" More.",
+        post_hoc="the seed sd",
+    )
+    assert (row.claim_id, row.status, row.key_number) == ("B3", REPRODUCED, "share: 0.8 [0.6, 0.9]")
+    assert row.detail == (
+        "v3: share: 0.8 [0.6, 0.9] → reproduced. More. every model learned (at least 0.25 nats "
+        "below the unigram entropy). 0 of 4 intervals in the tables exclude their estimate. "
+        "v1: share: 0.4 [0.3, 0.45] → not reproduced"
+    )
+    assert (row.rule_v1, row.rule_v2, row.revision, row.robust) == (
+        NOT_REPRODUCED,
+        PARTLY,
+        "learned models",
+        "yes",
+    )
+    assert (row.anchor, row.rule, row.unit, row.post_hoc, row.decided) == (
+        "verdict-b3",
+        "v3: above a half",
+        "matched pairs (n = 1)",
+        "the seed sd",
+        AFTER_DATA,
+    )
+    assert row.scale == "2 models (2 seeds each), 1k parameters, 5k tokens each"

@@ -59,6 +59,7 @@ from geolib.report.rules import (
     rule_with,
 )
 from geolib.report.sweep_chapters import (
+    V3Terms,
     decide_interval,
     enough_per_size,
     excluding_words,
@@ -111,11 +112,12 @@ def _level(where: str, value: Any) -> float:
 
 
 @dataclass(frozen=True)
-class Section:
+class Section(V3Terms):
     """What B8's verdicts read of ``params.yaml``: section ``geometry_performance`` (v2's
     premise, ``b8_v3``, ``sweep_v3``, ``n_boot``, ``ci_level``, ``seed``), the v1 rules and
     interval levels of sections ``forgetting`` and ``quantization``, and
-    ``verdicts.learned_margin``."""
+    ``verdicts.learned_margin`` (the fields its v3 rule states:
+    :class:`~geolib.report.sweep_chapters.V3Terms`)."""
 
     v1: Mapping[str, Mapping[str, Any]]  #: family → {"loose": rule, "no_prediction": rule}
     outcome_level: Mapping[str, float]  #: family → level of its per-model intervals
@@ -123,11 +125,7 @@ class Section:
     premise_min_sd_ratio: float
     no_prediction: Mapping[str, Any]
     loss_beats_rank: Mapping[str, Any]
-    revision: str
-    alternatives: Mapping[str, Mapping[str, Any]]
-    unigram_counts: str  #: the training split's token counts (who learned)
     min_learned_per_size: int
-    learned_margin: float
     n_boot: int
     ci_level: float
     seed: int

@@ -15,10 +15,9 @@ verdicts (pooled units, from the stage's ``summary.json``) stay on the row.
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,8 @@ import pandas as pd
 
 from geolib.measure import validate as check
 from geolib.measure.stats import count_excluding, proportion_ci, share_over_models
-from geolib.report.claims import AFTER_DATA, Claim, scale_of_runs
+from geolib.report.chapters.common import V3Section, read_tables, run_columns, sentence, v3_claim
+from geolib.report.claims import Claim
 from geolib.report.rules import (
     NOT_RUN,
     Learners,
@@ -37,11 +37,8 @@ from geolib.report.rules import (
     given_premise,
     learners_of_runs,
     premise_fails,
-    robustness,
     rule_from_params,
     rule_with,
-    section_basics,
-    seeds_agreeing,
 )
 
 CHAPTER, ANCHOR = "frequency_collapse", "verdict-a1-trained"
@@ -53,43 +50,32 @@ MAIN_OPTIMIZER = "adamw"
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Section:
-    """The ``frequency_collapse`` section as the verdicts read it (``raw``: the whole mapping,
-    for the v1 rules), with ``verdicts.learned_margin``."""
+@dataclass(frozen=True, kw_only=True)
+class Section(V3Section):
+    """The ``frequency_collapse`` section as the verdicts read it (the shared fields:
+    :class:`~geolib.report.chapters.common.V3Section`), with the fewest decades of training
+    frequency a model's fits must span (``a1_v3.min_decades``)."""
 
-    ci_level: float
+    CHAPTER = CHAPTER
+    NEED = ("a1_v3",)
+    RULES = ("a1_states_rule", "a1_rows_rule", "a1_states_rule_v3", "a1_rows_rule_v3")
+    V3 = "a1_v3"
+    V3_KEYS = ("min_decades", "revision", "alternatives")
+
     min_decades: float
-    learned_margin: float
-    alternatives: Mapping[str, Mapping[str, Any]]
-    revision: str
-    raw: Mapping[str, Any] = field(repr=False)
 
     @classmethod
-    def from_params(
-        cls, section: Mapping[str, Any], verdicts: Mapping[str, Any] | None = None
-    ) -> Section:
-        rules = ["a1_states_rule", "a1_rows_rule", "a1_states_rule_v3", "a1_rows_rule_v3"]
-        margin, level = section_basics("frequency_collapse", section, verdicts, ["a1_v3"], rules)
-        v3 = section["a1_v3"]
-        for key in ("min_decades", "revision", "alternatives"):
-            if key not in v3:
-                raise ValueError(f"frequency_collapse.a1_v3 lacks {key!r}")
+    def check_v3(cls, v3: Mapping[str, Any]) -> None:
+        """A declared alternative changes the optimizer or the bar, nothing else."""
         for name, change in v3["alternatives"].items():
             if not change or not set(change) <= {"optimizer", "threshold"}:
                 raise ValueError(
                     f"alternative {name!r} may change the optimizer or the bar only: {change}"
                 )
-        if not str(v3["revision"]).strip():
-            raise ValueError("a1_v3.revision must say why v3 differs from v2")
-        return cls(
-            ci_level=level,
-            min_decades=check.scalar("min_decades", v3["min_decades"], low=0.0, strict=True),
-            learned_margin=margin,
-            alternatives=dict(v3["alternatives"]),
-            revision=" ".join(str(v3["revision"]).split()),
-            raw=section,
-        )
+
+    @classmethod
+    def own_fields(cls, section: Mapping[str, Any], v3: Mapping[str, Any]) -> dict[str, Any]:
+        return {"min_decades": check.scalar("min_decades", v3["min_decades"], low=0.0, strict=True)}
 
 
 @dataclass(frozen=True)
@@ -108,14 +94,7 @@ class Tables:
 
 def load_tables(out_dir: str | Path, losses: str | Path) -> Tables:
     """The tables the analysis stage wrote in ``out_dir``, and the loss table at ``losses``."""
-    out = Path(out_dir)
-    return Tables(
-        pd.read_csv(out / "states.csv"),
-        pd.read_csv(out / "rows.csv"),
-        pd.read_csv(out / "fits.csv"),
-        json.loads((out / "summary.json").read_text()),
-        pd.read_csv(losses),
-    )
+    return read_tables(Tables, out_dir, losses, "states.csv", "rows.csv", "fits.csv")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -149,14 +128,9 @@ def per_model(tables: Tables, optimizer: str, margin: float) -> pd.DataFrame:
         )
         s = tables.states[(tables.states["run"] == run) & (tables.states["layer"] != "embed")]
         spans = [_decades(g["train_count"]) for _, g in s.groupby("layer")]
-        info = tables.summary["runs"][run]
         out.append(
             {
-                "run": run,
-                "model": Path(run).name,
-                "family": str(info["family"]),
-                "seed": info["seed"],
-                "learned": run in lv.kept,
+                **run_columns(tables.summary, run, lv),
                 "layers": len(st),
                 "falls": int((st["high"] < 0).sum()),
                 "state_decades": min(spans) if spans else 0.0,
@@ -191,25 +165,61 @@ def _span_premise(models: pd.DataFrame, column: str, min_decades: float) -> tupl
     return short.empty, why
 
 
+#: a half's share over the entering models: ``(estimate, low, high, in words)``
+Share = tuple[float, float, float, str]
+
+
+def _half(
+    models: pd.DataFrame,
+    section: Section,
+    change: Mapping[str, Any] | None,
+    rule_key: str,
+    enters: Callable[[pd.DataFrame], pd.Series],
+    none_enter: str,
+    decades: str,
+    share: Callable[[pd.DataFrame], Share],
+) -> tuple[Verdict, str]:
+    """One half of A1 v3, decided alike for states and rows: ``share`` over the entering models
+    (learned, and ``enters``) against rule ``rule_key`` (its ``threshold`` replaced where a
+    declared alternative changes it), after the premise that their fits span ``min_decades``
+    (column ``decades``); with no model entering, the premise fails (``none_enter``)."""
+    rule = rule_with(section.raw[rule_key], change or {})
+    m = models[models["learned"] & enters(models)]
+    if m.empty:
+        return premise_fails(rule, none_enter), none_enter
+    value, low, high, words = share(m)
+    holds, why = _span_premise(m, decades, section.min_decades)
+    return given_premise(rule, holds, why, lambda: rule.decide(value, low, high)), words
+
+
 def states_v3(
     models: pd.DataFrame, section: Section, change: Mapping[str, Any] | None = None
 ) -> tuple[Verdict, str]:
     """The states half on the entering models (learned, with a state fit): their shares of
     falling layers over models (logit scale, bounded), against ``a1_states_rule_v3`` (its
     ``threshold`` replaced where a declared alternative changes it)."""
-    rule = rule_with(section.raw["a1_states_rule_v3"], change or {})
-    m = models[models["learned"] & (models["layers"] > 0)]
-    if m.empty:
-        why = "no learned model has a state fit"
-        return premise_fails(rule, why), why
-    iv = share_over_models(m["falls"], m["layers"], section.ci_level)
-    words = (
-        f"share of block layers whose state variance falls with frequency {iv.value:.3g} "
-        f"[{iv.low:.3g}, {iv.high:.3g}] over {iv.n} learned model{'s' * (iv.n != 1)} ({iv.method}; "
-        f"{int(m['falls'].sum())} of {int(m['layers'].sum())} layers)"
+
+    def share(m: pd.DataFrame) -> Share:
+        iv = share_over_models(m["falls"], m["layers"], section.ci_level)
+        return (
+            iv.value,
+            iv.low,
+            iv.high,
+            f"share of block layers whose state variance falls with frequency {iv.value:.3g} "
+            f"[{iv.low:.3g}, {iv.high:.3g}] over {iv.n} learned model{'s' * (iv.n != 1)} "
+            f"({iv.method}; {int(m['falls'].sum())} of {int(m['layers'].sum())} layers)",
+        )
+
+    return _half(
+        models,
+        section,
+        change,
+        "a1_states_rule_v3",
+        lambda m: m["layers"] > 0,
+        "no learned model has a state fit",
+        "state_decades",
+        share,
     )
-    holds, why = _span_premise(m, "state_decades", section.min_decades)
-    return given_premise(rule, holds, why, lambda: rule.decide(iv.value, iv.low, iv.high)), words
 
 
 def rows_v3(
@@ -217,20 +227,28 @@ def rows_v3(
 ) -> tuple[Verdict, str]:
     """The rows half: the share of entering models whose rows settle by frequency
     (Clopper–Pearson over models), against ``a1_rows_rule_v3`` (as :func:`states_v3`)."""
-    rule = rule_with(section.raw["a1_rows_rule_v3"], change or {})
-    m = models[models["learned"] & models["rows_settle"].notna()]
-    if m.empty:
-        why = "no learned model has both row fits"
-        return premise_fails(rule, why), why
-    k = int(m["rows_settle"].astype(bool).sum())
-    cp = proportion_ci(k, len(m), section.ci_level)
-    words = (
-        f"rows settle by frequency in {k} of {len(m)} learned model{'s' * (len(m) != 1)}, share "
-        f"{cp.fraction:.3g} "
-        f"[{cp.low:.3g}, {cp.high:.3g}] (Clopper-Pearson)"
+
+    def share(m: pd.DataFrame) -> Share:
+        k = int(m["rows_settle"].astype(bool).sum())
+        cp = proportion_ci(k, len(m), section.ci_level)
+        return (
+            cp.fraction,
+            cp.low,
+            cp.high,
+            f"rows settle by frequency in {k} of {len(m)} learned model{'s' * (len(m) != 1)}, "
+            f"share {cp.fraction:.3g} [{cp.low:.3g}, {cp.high:.3g}] (Clopper-Pearson)",
+        )
+
+    return _half(
+        models,
+        section,
+        change,
+        "a1_rows_rule_v3",
+        lambda m: m["rows_settle"].notna(),
+        "no learned model has both row fits",
+        "row_decades",
+        share,
     )
-    holds, why = _span_premise(m, "row_decades", section.min_decades)
-    return given_premise(rule, holds, why, lambda: rule.decide(cp.fraction, cp.low, cp.high)), words
 
 
 def a1_v3(
@@ -306,10 +324,6 @@ def excluding(fits: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["measure", "excluding", "fits"])
 
 
-def _sentence(text: str) -> str:
-    return text[:1].upper() + text[1:]
-
-
 def excluding_words(table: pd.DataFrame) -> str:
     parts = ", ".join(f"{m} {x} of {n}" for m, x, n in table.to_numpy())
     return f"bootstrap intervals excluding their estimate in fits.csv: {parts}"
@@ -330,25 +344,22 @@ def verdicts(tables: Tables, section: Section) -> list[Claim]:
     n = int(o.models["learned"].sum()) if len(o.models) else 0
     gone = o.learners.words() if o.learners else ""
     detail = (
-        f"{o.detail or o.verdict.reason}. {_sentence(gone)}. "
-        f"{_sentence(excluding_words(excluding(tables.fits)))}."
+        f"{o.detail or o.verdict.reason}. {sentence(gone)}. "
+        f"{sentence(excluding_words(excluding(tables.fits)))}."
     )
     return [
-        Claim(
+        v3_claim(
             "A1",
-            o.verdict.status,
+            section,
+            o.verdict,
             o.key_number,
-            CHAPTER,
             detail,
             anchor=ANCHOR,
-            rule=o.verdict.rule,
             unit=f"trained model (learned {MAIN_OPTIMIZER} runs; n = {n})",
-            seeds_agreeing=seeds_agreeing(seeds.values(), o.verdict.status) if seeds else "",
-            robust=robustness(o.verdict.status, alts),
+            seeds=seeds,
+            alternatives=alts,
             rule_v1=v1,
             rule_v2=v1,
-            revision=section.revision,
-            scale=scale_of_runs(tables.summary["runs"]),
-            decided=AFTER_DATA,
+            runs=tables.summary["runs"],
         )
     ]

@@ -29,7 +29,7 @@ from geolib.measure.stats import (
     pearson_along,
     spearman_along,
 )
-from geolib.report.claims import AFTER_DATA, Claim, scale_of_runs
+from geolib.report.claims import Claim
 from geolib.report.rules import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
@@ -38,28 +38,24 @@ from geolib.report.rules import (
     Learners,
     Verdict,
     given_premise,
-    robustness,
     rule_from_params,
 )
 from geolib.report.sweep_chapters import (
+    ChapterTables,
     Checks,
     Decision,
     SweepSection,
-    SweepTables,
     all_learned,
     combined,
     decide_interval,
     enough_per_size,
     excluding,
     excluding_words,
-    learned_models,
-    learned_text,
-    mapping,
-    rule_spec,
+    learned,
+    premised,
+    sweep_claim,
     unigram_entropy,
-    v3_spec,
     varies_among,
-    words,
 )
 
 CHAPTER = "geometry_performance"
@@ -76,51 +72,34 @@ V3_RULES = {"b1_v3": ("sign", "loose"), "b2_v3": ("decide",), "b7_v3": ()}
 @dataclass(frozen=True)
 class Section(SweepSection):
     """The ``geometry_performance`` section as B1, B2 and B7 read it: the shared fields
-    (:class:`~geolib.report.sweep_chapters.SweepSection`) and each claim's v3 mapping."""
+    (:class:`~geolib.report.sweep_chapters.SweepSection`, which checks them) and each claim's v3
+    mapping (B1's sign and looseness rules, B2's rule, B7's revision and alternatives)."""
+
+    V1_RULES = V1_RULES
+    V2_KEYS = ("premise_min_sd_ratio", "B1", "B7")
+    V2_RULES = ("B1",)
+    V3_RULES = V3_RULES
 
     b1_v3: Mapping[str, Any]
     b2_v3: Mapping[str, Any]
     b7_v3: Mapping[str, Any]
 
-    @classmethod
-    def from_params(
-        cls, section: Mapping[str, Any], verdicts: Mapping[str, Any] | None = None
-    ) -> Section:
-        """From the section (``common`` merged in) and the top-level ``verdicts`` section."""
-        base = cls.fields_from(section, verdicts, V1_RULES, ("premise_min_sd_ratio", "B1", "B7"))
-        v3 = {}
-        for key, rules in V3_RULES.items():
-            if key not in section:
-                raise ValueError(f"{CHAPTER}: missing key {key!r} (the v3 rule)")
-            v3[key] = v3_spec(f"{CHAPTER}.{key}", section[key], rules)
-        rule_spec(
-            f"{CHAPTER}.v2.B1.decide", mapping(f"{CHAPTER}.v2.B1", base["v2"]["B1"]).get("decide")
-        )
-        return cls(**base, **v3)
-
 
 @dataclass(frozen=True)
-class Tables:
-    """The sweep's tables (``data/results/geometry_performance``), the unigram entropy of the
-    training split (the bar a model must beat to have learned), and the Spearman matrices of
-    the W and H metrics over models (for the figure)."""
+class Tables(ChapterTables):
+    """The sweep's tables (``data/results/geometry_performance``) and the unigram entropy of the
+    training split (:class:`~geolib.report.sweep_chapters.ChapterTables`), with the Spearman
+    matrices of the W and H metrics over models (for the figure)."""
 
-    sweep: SweepTables
-    unigram_entropy: float
     w_correlations: pd.DataFrame
     h_correlations: pd.DataFrame
 
 
 def load_tables(section: Section, points: Sequence[str]) -> Tables:
     """Read the tables from where the analysis stage wrote them (``points``: the sweep's)."""
-    sweep = SweepTables.load(section.models_table.parent, list(points))
+    sweep = section.load_sweep(points)
     corr = {k: pd.read_csv(sweep.folder / f"{k}_correlations.csv", index_col=0) for k in ("w", "h")}
     return Tables(sweep, unigram_entropy(section.unigram_counts), corr["w"], corr["h"])
-
-
-def learned(tables: Tables, section: Section) -> Learners:
-    """The models that learned (only they enter a v3 verdict)."""
-    return learned_models(tables.sweep.models, tables.unigram_entropy, section.learned_margin)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -408,11 +387,11 @@ def b2(tables: Tables, section: Section, change: Mapping[str, Any] | None = None
     for r in r2_gaps(tables, section, learned_.kept, worse, within).itertuples():
         size = "within size" if within else "over all models"
         what = f"R²(ID) − R²({worse}), {r.outcome}, {size}"
-        v, text = decide_interval(rule, r.r2_gap, r.ci_low, r.ci_high, what)
-        ok, why = varies_among(
+        decided = decide_interval(rule, r.r2_gap, r.ci_low, r.ci_high, what)
+        varies = varies_among(
             tables.sweep, r.outcome, learned_.kept, section.v2["premise_min_sd_ratio"]
         )
-        checks.append((given_premise(rule, ok, why, lambda v=v: v), text))
+        checks.append(premised(rule, [varies], decided))
     return combined(checks)
 
 
@@ -431,8 +410,8 @@ def b7(tables: Tables, section: Section, change: Mapping[str, Any] | None = None
 
     def from_table(key: str, row: Any, what: str) -> tuple[Verdict, str]:
         rule_ = rule_from_params(section.verdict[key])
-        v, text = decide_interval(rule_, row.value, row.ci_low, row.ci_high, what)
-        return given_premise(rule_, ok_all, why_all, lambda: v), text
+        decided = decide_interval(rule_, row.value, row.ci_low, row.ci_high, what)
+        return premised(rule_, [(ok_all, why_all)], decided)
 
     checks = [from_table("b7_agree", a, "median |ρ| between W metrics")]
     ok, why = _premise(tables, section, "loss_ood_mean", learned_)
@@ -491,30 +470,30 @@ def verdicts(tables: Tables, section: Section) -> list[Claim]:
         for r in by_size.itertuples()
     )
     extra = {"B1": f" Spearman ρ(erank W, ID test loss) per size: {sizes}."}
+    unit = (
+        f"trained models that learned ({len(learned_.kept)} of {len(tables.sweep.models)}), "
+        "size held fixed"
+    )
     rows = []
     for claim, (key, decide) in DECIDE.items():
-        d = decide(tables, section, None)
         spec = getattr(section, key)
         rules = {k: rule_from_params(spec[k]).describe() for k in V3_RULES[key]}
-        v1_status, _, v1_detail = v1.summary(claim)
         rows.append(
-            Claim(
+            sweep_claim(
                 claim,
-                d.status,
-                d.key_number,
                 CHAPTER,
-                f"v3: {d.words()}.{extra.get(claim, '')} {learned_text(learned_)}. {counts}. "
-                f"v1: {v1_detail}",
+                decide(tables, section, None),
+                v1,
+                v2=v2[claim],
+                spec=spec,
+                tables=tables.sweep,
+                who=learned_,
+                counts=counts,
+                alternatives=alternatives(tables, section, claim),
                 anchor=ANCHORS[claim],
                 rule=RULE_WORDS[claim].format(**rules),
-                unit=f"trained models that learned ({len(learned_.kept)} of "
-                f"{len(tables.sweep.models)}), size held fixed",
-                robust=robustness(d.status, alternatives(tables, section, claim)),
-                rule_v1=v1_status,
-                rule_v2=v2[claim],
-                revision=words(spec["revision"]),
-                scale=scale_of_runs(tables.sweep.scale_runs()),
-                decided=AFTER_DATA,
+                unit=unit,
+                extra=extra.get(claim, ""),
             )
         )
     return rows

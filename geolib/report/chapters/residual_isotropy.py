@@ -13,10 +13,9 @@ may exclude their estimate (kept as drawn): the chapter counts them, column by c
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,15 @@ import pandas as pd
 
 from geolib.measure import validate as check
 from geolib.measure.stats import count_excluding, mean_ci
-from geolib.report.claims import AFTER_DATA, Claim, scale_of_runs
+from geolib.report.chapters.common import (
+    V3Section,
+    read_tables,
+    run_columns,
+    sentence,
+    v3_claim,
+    words,
+)
+from geolib.report.claims import Claim
 from geolib.report.rules import (
     INCONCLUSIVE,
     NOT_RUN,
@@ -34,10 +41,7 @@ from geolib.report.rules import (
     combine_statuses,
     given_premise,
     learners_of_runs,
-    robustness,
     rule_from_params,
-    section_basics,
-    seeds_agreeing,
 )
 
 CHAPTER, ANCHOR = "residual_isotropy", "verdict-a5"
@@ -51,48 +55,38 @@ BOOTSTRAPPED = ("d_t", "d_n", "d_max", "fraction")
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Section:
-    """The ``residual_isotropy`` section as the verdicts read it (``raw``: the whole mapping,
-    for the v1 and v2 rules), with ``verdicts.learned_margin``."""
+@dataclass(frozen=True, kw_only=True)
+class Section(V3Section):
+    """The ``residual_isotropy`` section as the verdicts read it (the shared fields:
+    :class:`~geolib.report.chapters.common.V3Section`), with the key number's rank, zeta and
+    source of T, and the fewest learned models a family's interval needs."""
+
+    CHAPTER = CHAPTER
+    NEED = ("key_rank", "zeta", "a5_source", "a5_v2", "a5_v3")
+    RULES = ("a5_rule", "a5_rule_v3")
+    V3 = "a5_v3"
+    V3_KEYS = ("min_models", "revision", "alternatives")
 
     key_rank: int
     zeta: float
     a5_source: int
-    ci_level: float
     min_models: int
-    learned_margin: float
-    alternatives: Mapping[str, Mapping[str, Any]]
-    revision: str
-    raw: Mapping[str, Any] = field(repr=False)
 
     @classmethod
-    def from_params(
-        cls, section: Mapping[str, Any], verdicts: Mapping[str, Any] | None = None
-    ) -> Section:
-        need = ["key_rank", "zeta", "a5_source", "a5_v2", "a5_v3"]
-        rules = ["a5_rule", "a5_rule_v3"]
-        margin, level = section_basics("residual_isotropy", section, verdicts, need, rules)
-        v3 = section["a5_v3"]
-        for key in ("min_models", "revision", "alternatives"):
-            if key not in v3:
-                raise ValueError(f"residual_isotropy.a5_v3 lacks {key!r}")
+    def check_v3(cls, v3: Mapping[str, Any]) -> None:
+        """An interval over models needs at least two of them."""
         min_models = v3["min_models"]
         if isinstance(min_models, bool) or int(min_models) != min_models or min_models < 2:
             raise ValueError(f"a5_v3.min_models must be an integer >= 2, got {min_models!r}")
-        if not str(v3["revision"]).strip():
-            raise ValueError("a5_v3.revision must say why v3 differs from v2")
-        return cls(
-            key_rank=int(section["key_rank"]),
-            zeta=check.scalar("zeta", section["zeta"], low=0.0),
-            a5_source=int(section["a5_source"]),
-            ci_level=level,
-            min_models=int(min_models),
-            learned_margin=margin,
-            alternatives=dict(v3["alternatives"]),
-            revision=" ".join(str(v3["revision"]).split()),
-            raw=section,
-        )
+
+    @classmethod
+    def own_fields(cls, section: Mapping[str, Any], v3: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            "key_rank": int(section["key_rank"]),
+            "zeta": check.scalar("zeta", section["zeta"], low=0.0),
+            "a5_source": int(section["a5_source"]),
+            "min_models": int(v3["min_models"]),
+        }
 
 
 @dataclass(frozen=True)
@@ -109,12 +103,7 @@ class Tables:
 
 def load_tables(out_dir: str | Path, losses: str | Path) -> Tables:
     """The tables the analysis stage wrote in ``out_dir``, and the loss table at ``losses``."""
-    out = Path(out_dir)
-    return Tables(
-        pd.read_csv(out / "residual_isotropy.csv"),
-        json.loads((out / "summary.json").read_text()),
-        pd.read_csv(losses),
-    )
+    return read_tables(Tables, out_dir, losses, "residual_isotropy.csv")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -156,32 +145,30 @@ def per_model(tables: Tables, section: Section, change: Mapping[str, Any] | None
         return None
     rule = rule_from_params(section.raw["a5_rule_v3"])
     lv = learners_of_runs(list(by_run), tables.losses, section.learned_margin)
-    rows = []
-    for run, d in by_run.items():
-        info = tables.summary["runs"][run]
-        v, excluded = decide_clipped(rule, d)
-        d = d or {}
-        rows.append(
-            {
-                "run": run,
-                "model": Path(run).name,
-                "family": str(info["family"]),
-                "seed": info["seed"],
-                "learned": run in lv.kept,
-                "value": _number(d.get("value")),
-                "low": _number(d.get("low")),
-                "high": _number(d.get("high")),
-                "n_units": d.get("n_units", 0),
-                "n_undefined": d.get("n_undefined", 0),
-                "excludes_estimate": excluded,
-                "status": v.status,
-            }
-        )
-    return pd.DataFrame(rows)
+    return pd.DataFrame(
+        [{**run_columns(tables.summary, run, lv), **decided(rule, d)} for run, d in by_run.items()]
+    )
 
 
 def _number(v: Any) -> float:
     return math.nan if v is None else float(v)
+
+
+def decided(rule, d: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A stage interval ``d`` as a table's columns: its estimate (``value``), bounds, units and
+    undefined units, whether it excludes its estimate, and ``rule``'s status on it
+    (:func:`decide_clipped`)."""
+    v, excluded = decide_clipped(rule, d)
+    d = d or {}
+    return {
+        "value": _number(d.get("value")),
+        "low": _number(d.get("low")),
+        "high": _number(d.get("high")),
+        "n_units": d.get("n_units", 0),
+        "n_undefined": d.get("n_undefined", 0),
+        "excludes_estimate": excluded,
+        "status": v.status,
+    }
 
 
 def per_family(models: pd.DataFrame, section: Section) -> pd.DataFrame:
@@ -277,23 +264,12 @@ def v1_by_zeta(tables: Tables, section: Section) -> pd.DataFrame:
     zeta? One row per zeta: the pooled median f, its interval, units, undefined units, whether
     the interval excludes its estimate, and the status."""
     rule = rule_from_params(section.raw["a5_rule"])
-    rows = []
-    for z, d in tables.summary.get("a5_by_zeta", {}).items():
-        v, excluded = decide_clipped(rule, d)
-        d = d or {}
-        rows.append(
-            {
-                "zeta": float(z),
-                "median f": _number(d.get("value")),
-                "low": _number(d.get("low")),
-                "high": _number(d.get("high")),
-                "units": d.get("n_units", 0),
-                "undefined": d.get("n_undefined", 0),
-                "excludes_estimate": excluded,
-                "status": v.status,
-            }
-        )
-    return pd.DataFrame(rows)
+    rows = [
+        {"zeta": float(z), **decided(rule, d)}
+        for z, d in tables.summary.get("a5_by_zeta", {}).items()
+    ]
+    names = {"value": "median f", "n_units": "units", "n_undefined": "undefined"}
+    return pd.DataFrame(rows).rename(columns=names)
 
 
 def seed_statuses(tables: Tables, section: Section) -> dict[str, str]:
@@ -317,10 +293,6 @@ def excluding(residual: pd.DataFrame) -> pd.DataFrame:
         x, n = count_excluding(residual[col], residual[f"{col}_low"], residual[f"{col}_high"])
         rows.append({"column": col, "excluding": x, "rows": n})
     return pd.DataFrame(rows, columns=["column", "excluding", "rows"])
-
-
-def _sentence(text: str) -> str:
-    return text[:1].upper() + text[1:]
 
 
 def excluding_words(table: pd.DataFrame) -> str:
@@ -354,27 +326,24 @@ def verdicts(tables: Tables, section: Section) -> list[Claim]:
     n_models = int(m["learned"].sum()) if len(m) else 0
     detail = (
         f"{o.verdict.reason}. Per learned model (window bootstrap): {per or 'none'}. "
-        f"{_sentence(o.learners.words()) if o.learners else ''}. "
-        f"{_sentence(excluding_words(excl))}. "
+        f"{sentence(o.learners.words()) if o.learners else ''}. "
+        f"{sentence(excluding_words(excl))}. "
         f"v1 (pooled): {v1.reason}."
     )
     return [
-        Claim(
+        v3_claim(
             "A5",
-            o.verdict.status,
+            section,
+            o.verdict,
             o.key_number,
-            CHAPTER,
             detail,
             anchor=ANCHOR,
-            rule=o.verdict.rule,
             unit=f"trained model (learned), per family over its seeds (n = {n_models})",
-            seeds_agreeing=seeds_agreeing(seeds.values(), o.verdict.status) if seeds else "",
-            robust=robustness(o.verdict.status, alternatives(tables, section)),
+            seeds=seeds,
+            alternatives=alternatives(tables, section),
             rule_v1=v1.status,
             rule_v2=v2,
-            revision=section.revision,
-            post_hoc=" ".join(str(section.raw.get("after_data", {}).get("A5", "")).split()),
-            scale=scale_of_runs(tables.summary["runs"]),
-            decided=AFTER_DATA,
+            runs=tables.summary["runs"],
+            post_hoc=words(section.raw.get("after_data", {}).get("A5", "")),
         )
     ]

@@ -39,7 +39,14 @@ from geolib.report.rules import (
     rule_from_params,
     seeds_agreeing,
 )
-from geolib.report.sweep_chapters import mapping, rule_spec, share_text, unigram_entropy, words
+from geolib.report.sweep_chapters import (
+    V3Terms,
+    mapping,
+    rule_spec,
+    share_text,
+    unigram_entropy,
+    words,
+)
 
 CHAPTER, ANCHOR = "saturation", "verdict-b6"
 #: how a run "degrades": the lower bound of its degradation's interval above 0, or the point
@@ -58,21 +65,18 @@ def _need(where: str, section: Mapping[str, Any], keys: Sequence[str]) -> None:
 
 
 @dataclass(frozen=True)
-class Section:
+class Section(V3Terms):
     """What B6's verdicts read of ``params.yaml``: section ``saturation`` (the layouts, the late
     span, the interval level, the v1 rule ``b6_rule``, v2's and v3's mappings ``b6_v2`` and
-    ``b6_v3``) and ``verdicts.learned_margin``."""
+    ``b6_v3``) and ``verdicts.learned_margin`` (the fields its v3 rule states:
+    :class:`~geolib.report.sweep_chapters.V3Terms`)."""
 
     layouts: tuple[str, str]  #: (parallel, sequential)
     second_half_from: float
     ci_level: float
     v1_rule: Mapping[str, Any]
     rule: Mapping[str, Any]
-    revision: str
-    alternatives: Mapping[str, Mapping[str, Any]]
     reference_tokens: float
-    unigram_counts: str
-    learned_margin: float
 
     @classmethod
     def from_params(

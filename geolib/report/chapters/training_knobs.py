@@ -21,21 +21,19 @@ import numpy as np
 from geolib.measure import validate as check
 from geolib.measure.geometry import ID_LOSS
 from geolib.measure.stats import proportion_ci
-from geolib.report.claims import AFTER_DATA, Claim, scale_of_runs
+from geolib.report.claims import Claim
 from geolib.report.rules import (
     INCONCLUSIVE,
     NOT_RUN,
     Learners,
     Verdict,
-    given_premise,
-    robustness,
     rule_from_params,
 )
 from geolib.report.sweep_chapters import (
+    ChapterTables,
     Checks,
     Decision,
     SweepSection,
-    SweepTables,
     all_learned,
     cell_models,
     combined,
@@ -43,14 +41,12 @@ from geolib.report.sweep_chapters import (
     decide_interval,
     excluding,
     excluding_words,
-    learned_models,
-    learned_text,
-    mapping,
-    rule_spec,
+    learned,
+    premised,
     seed_sd_interval,
     share_text,
+    sweep_claim,
     unigram_entropy,
-    v3_spec,
     words,
 )
 
@@ -74,52 +70,38 @@ V3_RULES = {"b3_v3": ("u_shape",), "b4_v3": (), "b5_v3": ()}
 @dataclass(frozen=True)
 class Section(SweepSection):
     """The ``geometry_performance`` section as B3, B4 and B5 read it: the shared fields
-    (:class:`~geolib.report.sweep_chapters.SweepSection`) and each claim's v3 mapping."""
+    (:class:`~geolib.report.sweep_chapters.SweepSection`, which checks them), v2's settings of
+    B3 and B4 (:meth:`check_v2`) and each claim's v3 mapping (B3's U-shape rule)."""
+
+    V1_RULES = V1_RULES
+    V2_KEYS = V2_KEYS
+    V2_RULES = ("B5",)
+    V3_RULES = V3_RULES
 
     b3_v3: Mapping[str, Any]
     b4_v3: Mapping[str, Any]
     b5_v3: Mapping[str, Any]
 
-    @classmethod
-    def from_params(
-        cls, section: Mapping[str, Any], verdicts: Mapping[str, Any] | None = None
-    ) -> Section:
-        """From the section (``common`` merged in) and the top-level ``verdicts`` section."""
-        base = cls.fields_from(section, verdicts, V1_RULES, V2_KEYS)
-        v2, where = base["v2"], "geometry_performance"
+    @staticmethod
+    def check_v2(v2: Mapping[str, Any]) -> None:
+        """B3's least share of W's move from its random start, and the paper's weight-decay
+        range (B4) as ``[low, high]``."""
+        where = "geometry_performance"
         share = check.scalar(f"{where}.v2.min_init_move_share", v2["min_init_move_share"])
         if not 0 < share <= 1:
             raise ValueError(f"{where}.v2.min_init_move_share must lie in (0, 1], got {share}")
         wd = v2["paper_weight_decay"]
         if not isinstance(wd, Sequence) or len(wd) != 2 or not float(wd[0]) <= float(wd[1]):
             raise ValueError(f"{where}.v2.paper_weight_decay must be [low, high], got {wd!r}")
-        rule_spec(f"{where}.v2.B5.decide", mapping(f"{where}.v2.B5", v2["B5"]).get("decide"))
-        v3 = {}
-        for key, rules in V3_RULES.items():
-            if key not in section:
-                raise ValueError(f"{where}: missing key {key!r} (the v3 rule)")
-            v3[key] = v3_spec(f"{where}.{key}", section[key], rules)
-        return cls(**base, **v3)
 
 
-@dataclass(frozen=True)
-class Tables:
-    """The sweep's tables (``data/results/geometry_performance``) and the unigram entropy of
-    the training split (the bar a model must beat to have learned)."""
-
-    sweep: SweepTables
-    unigram_entropy: float
+#: the sweep's tables and the unigram entropy of the training split are all this chapter reads
+Tables = ChapterTables
 
 
 def load_tables(section: Section, points: Sequence[str]) -> Tables:
     """Read the tables from where the analysis stage wrote them (``points``: the sweep's)."""
-    sweep = SweepTables.load(section.models_table.parent, list(points))
-    return Tables(sweep, unigram_entropy(section.unigram_counts))
-
-
-def learned(tables: Tables, section: Section) -> Learners:
-    """The models that learned (only they enter a v3 verdict)."""
-    return learned_models(tables.sweep.models, tables.unigram_entropy, section.learned_margin)
+    return Tables(section.load_sweep(points), unigram_entropy(section.unigram_counts))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -161,16 +143,6 @@ def learned_pairs(
     e = tables.sweep.effect(factor, "w_erank")
     names = sorted({*compared_models(tables.sweep.models, factor, e.low, e.high), *more})
     return all_learned(learned_, names, f"the {factor} effect")
-
-
-def _premised(
-    rule: Any, holds: Sequence[tuple[bool, str]], decided: tuple[Verdict, str]
-) -> tuple[Verdict, str]:
-    """``decided`` if every premise of ``holds`` holds, else inconclusive with the first that
-    fails."""
-    failed = [why for ok, why in holds if not ok]
-    verdict = given_premise(rule, not failed, failed[0] if failed else "-", lambda: decided[0])
-    return verdict, decided[1]
 
 
 def _effect_check(
@@ -257,19 +229,19 @@ def v1_checks(tables: Tables, section: Section, log: Callable = lambda _: None) 
 def v2_statuses(tables: Tables, section: Section, v1: Checks) -> dict[str, str]:
     """The v2 verdicts of B3, B4 and B5, as v2 decided them (every model in)."""
     rule = {k: rule_from_params(section.verdict[k]) for k in V1_RULES}
-    b3_ = _premised(
+    b3_ = premised(
         rule["b3_batch_rank"],
         [moved(tables, section)],
         _effect_check(tables, rule["b3_batch_rank"], "batch_size", "w_erank", None),
     )
     wd = [in_paper_range(tables, section)]
     b4_ = [
-        _premised(
+        premised(
             rule["b4_wd_rank"],
             wd,
             _effect_check(tables, rule["b4_wd_rank"], "weight_decay", "w_erank", None),
         ),
-        _premised(
+        premised(
             rule["b4_wd_loss_by_size"],
             wd,
             _interaction_check(tables, rule["b4_wd_loss_by_size"], None),
@@ -308,8 +280,8 @@ def b3(tables: Tables, section: Section, change: Mapping[str, Any] | None = None
     ]
     return combined(
         [
-            _premised(rank_rule, holds, _effect_check(tables, rank_rule, "batch_size", q, change)),
-            _premised(u_rule, holds, _u_check(tables, section, u_rule)),
+            premised(rank_rule, holds, _effect_check(tables, rank_rule, "batch_size", q, change)),
+            premised(u_rule, holds, _u_check(tables, section, u_rule)),
         ]
     )
 
@@ -327,10 +299,8 @@ def b4(tables: Tables, section: Section, change: Mapping[str, Any] | None = None
     ]
     return combined(
         [
-            _premised(
-                rank_rule, holds, _effect_check(tables, rank_rule, "weight_decay", q, change)
-            ),
-            _premised(loss_rule, holds, _interaction_check(tables, loss_rule, change)),
+            premised(rank_rule, holds, _effect_check(tables, rank_rule, "weight_decay", q, change)),
+            premised(loss_rule, holds, _interaction_check(tables, loss_rule, change)),
         ]
     )
 
@@ -345,8 +315,8 @@ def b5(tables: Tables, section: Section, change: Mapping[str, Any] | None = None
     holds = [learned_pairs(tables, learned(tables, section), "lr")]
     return combined(
         [
-            _premised(loss_rule, holds, _effect_check(tables, loss_rule, "lr", ID_LOSS, change)),
-            _premised(
+            premised(loss_rule, holds, _effect_check(tables, loss_rule, "lr", ID_LOSS, change)),
+            premised(
                 geometry_rule, holds, _weak_by_size(tables, geometry_rule, q, change, section.level)
             ),
         ]
@@ -415,24 +385,22 @@ def verdicts(tables: Tables, section: Section) -> list[Claim]:
     for claim, (key, decide, factor) in DECIDE.items():
         d = decide(tables, section, None)
         n_pairs = int(tables.sweep.effect(factor, "w_erank").n_pairs)
-        v1_status, _, v1_detail = v1.summary(claim)
         rows.append(
-            Claim(
+            sweep_claim(
                 claim,
-                d.status,
-                d.key_number,
                 CHAPTER,
-                f"v3: {d.words()}. {learned_text(learned_)}. {counts}. v1: {v1_detail}",
+                d,
+                v1,
+                v2=v2[claim],
+                spec=getattr(section, key),
+                tables=tables.sweep,
+                who=learned_,
+                counts=counts,
+                alternatives=alternatives(tables, section, claim),
                 anchor=ANCHORS[claim],
                 rule=RULE_WORDS[claim].format(**rules[claim]),
                 unit=f"matched pairs of trained models (n = {n_pairs})" + UNITS[claim](tables),
-                robust=robustness(d.status, alternatives(tables, section, claim)),
                 post_hoc=words(section.v2["seed_sd_after_data"]),
-                rule_v1=v1_status,
-                rule_v2=v2[claim],
-                revision=words(getattr(section, key)["revision"]),
-                scale=scale_of_runs(tables.sweep.scale_runs()),
-                decided=AFTER_DATA,
             )
         )
     return rows

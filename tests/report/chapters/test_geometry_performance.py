@@ -20,35 +20,28 @@ from geolib.report.rules import (
     REPRODUCED,
 )
 from geolib.report.sweep_chapters import SweepTables
+from tests.report.chapters.sweep_params import SHARED, rule_params
 
 ENTROPY = 6.0  # every loss below 5.75 learned (margin 0.25)
 
 
-def _rule(**kw):
-    return {"reason": "Paper B: a test rule", **kw}
-
-
 SECTION = {
-    "seed": 0,
-    "models_table": "data/results/geometry_performance/models.csv",
-    "n_boot": 200,
-    "ci_level": 0.95,
+    **SHARED,
     "verdict": {
-        "b1_loose": _rule(rule="threshold", threshold=0.5, direction="below"),
-        "b2_id_beats_rank": _rule(rule="threshold", threshold=0.3, no_effect=0.0),
-        "b7_agree": _rule(rule="threshold", threshold=0.5, no_effect=0.0),
-        "b7_no_prediction": _rule(rule="within_tolerance", target=0.0, tol=0.4),
-        "b7_h_varies_less": _rule(rule="threshold", threshold=1.0, direction="below"),
+        "b1_loose": rule_params(rule="threshold", threshold=0.5, direction="below"),
+        "b2_id_beats_rank": rule_params(rule="threshold", threshold=0.3, no_effect=0.0),
+        "b7_agree": rule_params(rule="threshold", threshold=0.5, no_effect=0.0),
+        "b7_no_prediction": rule_params(rule="within_tolerance", target=0.0, tol=0.4),
+        "b7_h_varies_less": rule_params(rule="threshold", threshold=1.0, direction="below"),
     },
     "v2": {
         "premise_min_sd_ratio": 2.0,
-        "B1": {"decide": _rule(rule="threshold", threshold=0.5, direction="below")},
+        "B1": {"decide": rule_params(rule="threshold", threshold=0.5, direction="below")},
         "B7": {},
     },
-    "sweep_v3": {"unigram_counts": "data/tokens/token_freq.csv", "min_learned_per_size": 4},
     "b1_v3": {
-        "sign": _rule(rule="threshold", threshold=0.0, direction="below"),
-        "loose": _rule(rule="threshold", threshold=0.5, direction="below"),
+        "sign": rule_params(rule="threshold", threshold=0.0, direction="below"),
+        "loose": rule_params(rule="threshold", threshold=0.5, direction="below"),
         "revision": "the sign",
         "alternatives": {
             "rank / width over all models": {
@@ -58,7 +51,7 @@ SECTION = {
         },
     },
     "b2_v3": {
-        "decide": _rule(rule="threshold", threshold=0.3, no_effect=0.0),
+        "decide": rule_params(rule="threshold", threshold=0.3, no_effect=0.0),
         "revision": "within size",
         "alternatives": {"over all models (v2)": {"within": False}},
     },

@@ -20,6 +20,7 @@ from geolib.report.rules import (
     REPRODUCED,
     learners_of_runs,
 )
+from tests.report.tables import with_interval
 
 RULE = {
     "rule": "threshold",
@@ -83,15 +84,9 @@ def tables(families, learned=None, zetas=("0.2", "0"), half=0.05, no_loss=()):
     summary = {"runs": runs, "a5_v2": a5_v2, "a5": {**pooled, "n_units": 36, "n_undefined": 0}}
     residual = pd.DataFrame(
         {
-            "d_t": [0.3, 0.3, 0.3],
-            "d_t_low": [0.2, 0.2, np.nan],
-            "d_t_high": [0.4, 0.25, np.nan],
-            "d_max": [0.5, 0.5, 0.5],
-            "d_max_low": [0.4, 0.3, 0.45],
-            "d_max_high": [0.6, 0.45, 0.55],
-            "fraction": [0.9, 0.9, 0.9],
-            "fraction_low": [0.8, 0.8, 0.8],
-            "fraction_high": [1.0, 1.0, 1.0],
+            **with_interval("d_t", [0.3] * 3, [0.2, 0.2, np.nan], [0.4, 0.25, np.nan]),
+            **with_interval("d_max", [0.5] * 3, [0.4, 0.3, 0.45], [0.6, 0.45, 0.55]),
+            **with_interval("fraction", [0.9] * 3, [0.8] * 3, [1.0] * 3),
         }
     )
     return ri.Tables(residual, summary, pd.DataFrame(losses))

@@ -16,25 +16,18 @@ from geolib.report.chapters import training_knobs as tk
 from geolib.report.claims import AFTER_DATA
 from geolib.report.rules import INCONCLUSIVE, NOT_REPRODUCED, NOT_RUN, PARTLY, REPRODUCED
 from geolib.report.sweep_chapters import SweepTables
-
-
-def _rule(**kw):
-    return {"reason": "Paper B: a test rule", **kw}
-
+from tests.report.chapters.sweep_params import SHARED, rule_params
 
 SIDES = {"seed sd treated as known": {"seed_sd": "known"}, "sigma^2": {"quantity": "w_erank_sq"}}
 SECTION = {
-    "seed": 0,
-    "models_table": "data/results/geometry_performance/models.csv",
-    "n_boot": 200,
-    "ci_level": 0.95,
+    **SHARED,
     "verdict": {
-        "b3_batch_rank": _rule(rule="threshold", threshold=1.0),
-        "b3_u_shape": _rule(rule="fraction", min_fraction=0.75, min_units=6),
-        "b4_wd_rank": _rule(rule="threshold", threshold=1.0),
-        "b4_wd_loss_by_size": _rule(rule="beyond", target=0.0, tol=1.0),
-        "b5_lr_loss": _rule(rule="beyond", target=0.0, tol=1.0),
-        "b5_lr_rank": _rule(rule="within_tolerance", target=0.0, tol=1.0),
+        "b3_batch_rank": rule_params(rule="threshold", threshold=1.0),
+        "b3_u_shape": rule_params(rule="fraction", min_fraction=0.75, min_units=6),
+        "b4_wd_rank": rule_params(rule="threshold", threshold=1.0),
+        "b4_wd_loss_by_size": rule_params(rule="beyond", target=0.0, tol=1.0),
+        "b5_lr_loss": rule_params(rule="beyond", target=0.0, tol=1.0),
+        "b5_lr_rank": rule_params(rule="within_tolerance", target=0.0, tol=1.0),
     },
     "v2": {
         "premise_min_sd_ratio": 2.0,
@@ -43,11 +36,10 @@ SECTION = {
         "seed_sd_after_data": "the sd's own uncertainty since v2",
         "B3": {},
         "B4": {},
-        "B5": {"decide": _rule(rule="fraction", min_fraction=0.5, min_units=2)},
+        "B5": {"decide": rule_params(rule="fraction", min_fraction=0.5, min_units=2)},
     },
-    "sweep_v3": {"unigram_counts": "data/tokens/token_freq.csv", "min_learned_per_size": 4},
     "b3_v3": {
-        "u_shape": _rule(rule="threshold", threshold=0.5, no_effect=0.3333),
+        "u_shape": rule_params(rule="threshold", threshold=0.5, no_effect=0.3333),
         "revision": "premise for both halves",
         "alternatives": SIDES,
     },

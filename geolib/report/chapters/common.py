@@ -1,0 +1,148 @@
+"""What the Paper A chapters on our trained models share (``frequency_collapse``: A1,
+``residual_isotropy``: A5): their section's common fields and checks (:class:`V3Section`), the
+stage's tables read from its folder (:func:`read_tables`), the columns that open a per-model
+table (:func:`run_columns`), and the claim row (:func:`v3_claim`). One place, so that the two
+chapters cannot drift apart in how they read a section, say who learned or fill a row.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Self, TypeVar
+
+import pandas as pd
+
+from geolib.report.claims import AFTER_DATA, Claim, scale_of_runs
+from geolib.report.rules import Learners, Verdict, robustness, section_basics, seeds_agreeing
+
+T = TypeVar("T")
+
+
+def words(text: Any) -> str:
+    """``text`` on one line (a folded YAML string)."""
+    return " ".join(str(text).split())
+
+
+def sentence(text: str) -> str:
+    """``text`` with its first letter capitalised (a clause that starts a sentence)."""
+    return text[:1].upper() + text[1:]
+
+
+@dataclass(frozen=True, kw_only=True)
+class V3Section:
+    """What a Paper A chapter's verdicts read of its section beside its own fields: the
+    interval level, ``verdicts.learned_margin`` (who learned), the v3 rule's declared
+    alternatives and its revision in words, and the whole mapping (``raw``, for the v1 and v2
+    rules).
+
+    A chapter's subclass names its section (``CHAPTER``), the keys it needs (``NEED``), its rule
+    mappings (``RULES``), its v3 mapping (``V3``) and what that holds (``V3_KEYS``), and adds
+    its own checks (:meth:`check_v3`) and fields (:meth:`own_fields`)."""
+
+    ci_level: float
+    learned_margin: float
+    alternatives: Mapping[str, Mapping[str, Any]]
+    revision: str
+    raw: Mapping[str, Any] = field(repr=False)
+
+    CHAPTER: ClassVar[str]
+    NEED: ClassVar[tuple[str, ...]]
+    RULES: ClassVar[tuple[str, ...]]
+    V3: ClassVar[str]
+    V3_KEYS: ClassVar[tuple[str, ...]]
+
+    @classmethod
+    def from_params(
+        cls, section: Mapping[str, Any], verdicts: Mapping[str, Any] | None = None
+    ) -> Self:
+        """From the chapter's section and the top-level ``verdicts`` section; an error names
+        what is wrong (the shared checks first, then the v3 mapping's)."""
+        margin, level = section_basics(cls.CHAPTER, section, verdicts, cls.NEED, cls.RULES)
+        v3 = section[cls.V3]
+        for key in cls.V3_KEYS:
+            if key not in v3:
+                raise ValueError(f"{cls.CHAPTER}.{cls.V3} lacks {key!r}")
+        cls.check_v3(v3)
+        if not str(v3["revision"]).strip():
+            raise ValueError(f"{cls.V3}.revision must say why v3 differs from v2")
+        own = cls.own_fields(section, v3)
+        return cls(
+            ci_level=level,
+            learned_margin=margin,
+            alternatives=dict(v3["alternatives"]),
+            revision=words(v3["revision"]),
+            raw=section,
+            **own,
+        )
+
+    @classmethod
+    def check_v3(cls, v3: Mapping[str, Any]) -> None:
+        """The chapter's own checks of its v3 mapping, made before the revision's (none)."""
+
+    @classmethod
+    def own_fields(cls, section: Mapping[str, Any], v3: Mapping[str, Any]) -> dict[str, Any]:
+        """The chapter's own fields, checked (none)."""
+        return {}
+
+
+def read_tables(cls: type[T], out_dir: str | Path, losses: str | Path, *csvs: str) -> T:
+    """``cls`` from the tables an analysis stage wrote in ``out_dir``: the CSV files ``csvs``
+    in order, its ``summary.json``, then the loss table at ``losses`` (who learned)."""
+    out = Path(out_dir)
+    frames = [pd.read_csv(out / name) for name in csvs]
+    return cls(*frames, json.loads((out / "summary.json").read_text()), pd.read_csv(losses))
+
+
+def run_columns(summary: Mapping[str, Any], run: str, learned: Learners) -> dict[str, Any]:
+    """The columns a per-model table opens with: the run, its model's name, its family and seed
+    (from the stage's summary) and whether it learned."""
+    info = summary["runs"][run]
+    return {
+        "run": run,
+        "model": Path(run).name,
+        "family": str(info["family"]),
+        "seed": info["seed"],
+        "learned": run in learned.kept,
+    }
+
+
+def v3_claim(
+    claim: str,
+    section: V3Section,
+    verdict: Verdict,
+    key_number: str,
+    detail: str,
+    *,
+    anchor: str,
+    unit: str,
+    seeds: Mapping[str, str],
+    alternatives: Mapping[str, str],
+    rule_v1: str,
+    rule_v2: str,
+    runs: Mapping[str, Any],
+    post_hoc: str = "",
+) -> Claim:
+    """A chapter's row for our trained models: v3's ``verdict`` with how many ``seeds`` agree
+    with it and whether it survives each declared alternative, v1's and v2's statuses beside
+    it, on the ``runs`` of the stage's summary, decided after seeing data."""
+    return Claim(
+        claim,
+        verdict.status,
+        key_number,
+        section.CHAPTER,
+        detail,
+        anchor=anchor,
+        rule=verdict.rule,
+        unit=unit,
+        seeds_agreeing=seeds_agreeing(seeds.values(), verdict.status) if seeds else "",
+        robust=robustness(verdict.status, alternatives),
+        rule_v1=rule_v1,
+        rule_v2=rule_v2,
+        revision=section.revision,
+        post_hoc=post_hoc,
+        scale=scale_of_runs(runs),
+        decided=AFTER_DATA,
+    )

@@ -1,0 +1,140 @@
+"""geolib.report.chapters.common: what the Paper A chapters share, on a hand-made section,
+stage folder and loss table."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from geolib.report.chapters import common
+from geolib.report.claims import AFTER_DATA
+from geolib.report.rules import PARTLY, REPRODUCED, Learners, Verdict
+
+
+@dataclass(frozen=True, kw_only=True)
+class Section(common.V3Section):
+    """A chapter with one own field (``bar``, in its v3 mapping) and one own check."""
+
+    CHAPTER = "demo"
+    NEED = ("demo_v3",)
+    RULES = ("demo_rule",)
+    V3 = "demo_v3"
+    V3_KEYS = ("bar", "revision", "alternatives")
+
+    bar: float
+
+    @classmethod
+    def check_v3(cls, v3: dict[str, Any]) -> None:
+        if v3["bar"] < 0:
+            raise ValueError("demo_v3.bar must be >= 0")
+
+    @classmethod
+    def own_fields(cls, section: dict[str, Any], v3: dict[str, Any]) -> dict[str, Any]:
+        return {"bar": float(v3["bar"])}
+
+
+RULE = {"rule": "threshold", "threshold": 0.5, "reason": "a test rule"}
+SECTION = {
+    "ci_level": 0.9,
+    "demo_rule": RULE,
+    "demo_v3": {"bar": 2, "revision": "  why\n v3  ", "alternatives": {"low": {"bar": 1}}},
+}
+
+
+def test_a_section_reads_the_shared_fields_then_its_own():
+    s = Section.from_params(SECTION, {"learned_margin": 0.25})
+    assert (s.ci_level, s.learned_margin, s.bar) == (0.9, 0.25, 2.0)
+    assert s.alternatives == {"low": {"bar": 1}} and s.revision == "why v3"
+    assert s.raw is SECTION
+    with pytest.raises(ValueError, match="learned_margin"):
+        Section.from_params(SECTION, None)
+    with pytest.raises(ValueError, match=r"demo\.demo_v3 lacks 'revision'"):
+        Section.from_params(
+            {**SECTION, "demo_v3": {"bar": 2, "alternatives": {}}}, {"learned_margin": 0.25}
+        )
+    # the shared checks first (the verdicts section), then the chapter's, then the revision's
+    bad = {**SECTION, "demo_v3": {"bar": -1, "revision": " ", "alternatives": {}}}
+    with pytest.raises(ValueError, match="bar must be >= 0"):
+        Section.from_params(bad, {"learned_margin": 0.25})
+    blank = {**SECTION, "demo_v3": {"bar": 1, "revision": " ", "alternatives": {}}}
+    with pytest.raises(ValueError, match="demo_v3.revision must say why"):
+        Section.from_params(blank, {"learned_margin": 0.25})
+
+
+@dataclass(frozen=True)
+class Tables:
+    first: pd.DataFrame
+    second: pd.DataFrame
+    summary: dict[str, Any]
+    losses: pd.DataFrame
+
+
+def test_tables_come_in_order_with_the_summary_and_the_losses(tmp_path):
+    out = tmp_path / "stage"
+    out.mkdir()
+    pd.DataFrame({"a": [1, 2]}).to_csv(out / "a.csv", index=False)
+    pd.DataFrame({"b": [3]}).to_csv(out / "b.csv", index=False)
+    (out / "summary.json").write_text(json.dumps({"runs": {"r": {"family": "f", "seed": 0}}}))
+    pd.DataFrame({"run": ["r"], "eval_loss": [4.0]}).to_csv(tmp_path / "loss.csv", index=False)
+    t = common.read_tables(Tables, out, tmp_path / "loss.csv", "a.csv", "b.csv")
+    assert t.first["a"].tolist() == [1, 2] and t.second["b"].tolist() == [3]
+    assert t.summary == {"runs": {"r": {"family": "f", "seed": 0}}}
+    assert t.losses["eval_loss"].tolist() == [4.0]
+    with pytest.raises(FileNotFoundError):
+        common.read_tables(Tables, out, tmp_path / "loss.csv", "a.csv", "c.csv")
+
+
+def test_a_run_opens_its_row_and_a_claim_row_carries_v3_v1_and_v2():
+    summary = {
+        "runs": {
+            "runs/pythia-s0": {"family": 7, "seed": 0, "params": 1000, "tokens": 5000},
+            "runs/pythia-s1": {"family": 7, "seed": 1, "params": 1000, "tokens": 5000},
+        }
+    }
+    who = Learners(("runs/pythia-s0",), {"runs/pythia-s1": 0.1}, 0.25)
+    assert common.run_columns(summary, "runs/pythia-s1", who) == {
+        "run": "runs/pythia-s1",
+        "model": "pythia-s1",
+        "family": "7",
+        "seed": 1,
+        "learned": False,
+    }
+    s = Section.from_params(SECTION, {"learned_margin": 0.25})
+    v = Verdict(REPRODUCED, "above a half", "0.8 [0.6, 0.9]")
+    row = common.v3_claim(
+        "A5",
+        s,
+        v,
+        "share 0.8 [0.6, 0.9]",
+        common.sentence("every model learned."),
+        anchor="verdict-a5",
+        unit="trained model (n = 2)",
+        seeds={"0": REPRODUCED, "1": PARTLY},
+        alternatives={"low": REPRODUCED},
+        rule_v1=PARTLY,
+        rule_v2=REPRODUCED,
+        runs=summary["runs"],
+        post_hoc=common.words(" after\n data "),
+    )
+    assert (row.claim_id, row.status, row.key_number, row.chapter) == (
+        "A5",
+        REPRODUCED,
+        "share 0.8 [0.6, 0.9]",
+        "demo",
+    )
+    assert row.detail == "Every model learned." and row.rule == "above a half"
+    assert (row.seeds_agreeing, row.robust) == ("1 of 2", "yes")
+    assert (row.rule_v1, row.rule_v2, row.revision, row.post_hoc) == (
+        PARTLY,
+        REPRODUCED,
+        "why v3",
+        "after data",
+    )
+    assert (
+        row.decided == AFTER_DATA
+        and row.scale == "2 models (2 seeds each), 1k parameters, 5k tokens each"
+    )
