@@ -18,7 +18,7 @@ from pathlib import Path
 
 from geolib.files import write_text_atomic
 from geolib.report.claims import AFTER_DATA, PROSPECTIVE, Claim, read_claims
-from geolib.report.markup import plain
+from geolib.report.markup import plain, sentence
 from geolib.report.rules import (
     CLAIMS,
     DESCRIPTION,
@@ -140,10 +140,7 @@ def finding(claim_id: str, rows: Sequence[Claim]) -> str:
         notes.append(
             f"{kind}{on} ({c.chapter.replace('_', ' ')}: {c.status}; {what}) does not decide it"
         )
-    tail = ""
-    if notes:
-        joined = "; ".join(notes)
-        tail = f" {joined[0].upper()}{joined[1:]}."
+    tail = f" {sentence('; '.join(notes))}." if notes else ""
     head = f"**{claim_id}: {status}.**" if status else f"**{claim_id}: no empirical test.**"
     return f"{head} The paper says {PAPER_SAYS[claim_id]}. {here}{tail}"
 

@@ -25,6 +25,16 @@ def plain(text: str) -> str:
     return _MARKUP.sub(r"\\\1", html.escape(one_line, quote=False))
 
 
+def words(text: object) -> str:
+    """``text`` on one line, its runs of white space as one space (a folded YAML string)."""
+    return " ".join(str(text).split())
+
+
+def sentence(text: str) -> str:
+    """``text`` with its first letter capitalised (a clause that starts a sentence)."""
+    return text[:1].upper() + text[1:]
+
+
 def checked_name(where: str, name: str) -> str:
     """``name`` if it is a bare name (letters, digits, ``_ . -``): the only text from data that
     the book puts inside a role or a link target; anything else is refused naming ``where``."""

@@ -27,6 +27,7 @@ from geolib.measure import validate as check
 from geolib.measure.geometry import ID_LOSS
 from geolib.measure.stats import count_excluding, entropy_of_counts, proportion_ci, within_groups
 from geolib.report.claims import AFTER_DATA, Claim, history, scale_of_runs
+from geolib.report.markup import words
 from geolib.report.rules import (
     Learners,
     Rule,
@@ -474,11 +475,6 @@ def v3_spec(where: str, spec: Any, rules: Sequence[str] = ()) -> dict[str, Any]:
     for name, change in alternatives.items():
         mapping(f"{where}.alternatives.{name}", change)
     return spec
-
-
-def words(text: str) -> str:
-    """A folded YAML string on one line."""
-    return " ".join(str(text).split())
 
 
 def unigram_entropy(path: str | Path) -> float:

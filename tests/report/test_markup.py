@@ -85,3 +85,12 @@ def test_a_hostile_claim_row_reaches_the_table_and_the_abstract_as_text(tmp_path
     abstract = abstract_markdown(write_claims(tmp_path / "c.json", [row]))
     body = "\n".join(abstract.splitlines()[2:-1])  # inside the admonition directive
     assert "<img" not in MD.render(body) and evil in html.unescape(MD.render(body))
+
+
+def test_words_fold_white_space_and_sentence_capitalises_the_first_letter():
+    from geolib.report.markup import sentence, words
+
+    assert words("  a folded\n  YAML\tstring ") == "a folded YAML string"
+    assert words(3) == "3"
+    assert sentence("every model learned; b") == "Every model learned; b"
+    assert sentence("") == ""

@@ -16,19 +16,10 @@ from typing import Any, ClassVar, Self, TypeVar
 import pandas as pd
 
 from geolib.report.claims import AFTER_DATA, Claim, scale_of_runs
+from geolib.report.markup import words
 from geolib.report.rules import Learners, Verdict, robustness, section_basics, seeds_agreeing
 
 T = TypeVar("T")
-
-
-def words(text: Any) -> str:
-    """``text`` on one line (a folded YAML string)."""
-    return " ".join(str(text).split())
-
-
-def sentence(text: str) -> str:
-    """``text`` with its first letter capitalised (a clause that starts a sentence)."""
-    return text[:1].upper() + text[1:]
 
 
 @dataclass(frozen=True, kw_only=True)

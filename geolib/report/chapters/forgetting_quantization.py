@@ -47,6 +47,7 @@ from geolib.measure.stats import (
     r_squared,
 )
 from geolib.report.claims import AFTER_DATA, Claim, scale_of_runs
+from geolib.report.markup import words
 from geolib.report.rules import (
     Learners,
     Rule,
@@ -69,7 +70,6 @@ from geolib.report.sweep_chapters import (
     rule_spec,
     unigram_entropy,
     v3_spec,
-    words,
 )
 
 CHAPTER, ANCHOR = "forgetting_quantization", "verdict-b8"

@@ -26,8 +26,9 @@ import pandas as pd
 
 from geolib.measure import validate as check
 from geolib.measure.stats import count_excluding, proportion_ci, share_over_models
-from geolib.report.chapters.common import V3Section, read_tables, run_columns, sentence, v3_claim
+from geolib.report.chapters.common import V3Section, read_tables, run_columns, v3_claim
 from geolib.report.claims import Claim
+from geolib.report.markup import sentence
 from geolib.report.rules import (
     NOT_RUN,
     Learners,

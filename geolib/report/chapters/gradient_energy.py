@@ -32,6 +32,7 @@ from geolib.measure.stats import (
     t_quantile,
 )
 from geolib.report.claims import AFTER_DATA, DESCRIPTION, Claim, scale_of_runs
+from geolib.report.markup import words
 from geolib.report.rules import (
     INCONCLUSIVE,
     NOT_RUN,
@@ -599,8 +600,8 @@ def verdicts(tables: Tables, section: Section) -> list[Claim]:
                 robust=robustness(o.verdict.status, o.alternatives) if o.alternatives else "",
                 rule_v1=before[cid][0],
                 rule_v2=before[cid][1],
-                revision=" ".join(str(revisions[cid]["revision"]).split()),
-                post_hoc=" ".join(str(section.raw.get("after_data", {}).get(cid, "")).split()),
+                revision=words(revisions[cid]["revision"]),
+                post_hoc=words(section.raw.get("after_data", {}).get(cid, "")),
                 scale=scale,
                 decided=AFTER_DATA,
             )

@@ -28,11 +28,10 @@ from geolib.report.chapters.common import (
     V3Section,
     read_tables,
     run_columns,
-    sentence,
     v3_claim,
-    words,
 )
 from geolib.report.claims import Claim
+from geolib.report.markup import sentence, words
 from geolib.report.rules import (
     INCONCLUSIVE,
     NOT_RUN,

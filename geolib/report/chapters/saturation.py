@@ -30,6 +30,7 @@ import pandas as pd
 from geolib.measure import validate as check
 from geolib.measure.stats import count_excluding, proportion_ci
 from geolib.report.claims import AFTER_DATA, Claim, scale_of_runs
+from geolib.report.markup import words
 from geolib.report.rules import (
     Learners,
     Verdict,
@@ -45,7 +46,6 @@ from geolib.report.sweep_chapters import (
     rule_spec,
     share_text,
     unigram_entropy,
-    words,
 )
 
 CHAPTER, ANCHOR = "saturation", "verdict-b6"

@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from geolib.report import markup
 from geolib.report.chapters import common
 from geolib.report.claims import AFTER_DATA
 from geolib.report.rules import PARTLY, REPRODUCED, Learners, Verdict
@@ -110,7 +111,7 @@ def test_a_run_opens_its_row_and_a_claim_row_carries_v3_v1_and_v2():
         s,
         v,
         "share 0.8 [0.6, 0.9]",
-        common.sentence("every model learned."),
+        markup.sentence("every model learned."),
         anchor="verdict-a5",
         unit="trained model (n = 2)",
         seeds={"0": REPRODUCED, "1": PARTLY},
@@ -118,7 +119,7 @@ def test_a_run_opens_its_row_and_a_claim_row_carries_v3_v1_and_v2():
         rule_v1=PARTLY,
         rule_v2=REPRODUCED,
         runs=summary["runs"],
-        post_hoc=common.words(" after\n data "),
+        post_hoc=markup.words(" after\n data "),
     )
     assert (row.claim_id, row.status, row.key_number, row.chapter) == (
         "A5",
