@@ -17,6 +17,9 @@ _STAGE = os.environ.get("DVC_STAGE")
 _DIR = os.environ.get("GEOLIB_AUDIT_DIR")
 _ROOT = os.environ.get("GEOLIB_AUDIT_ROOT")
 _SKIP = ("/.dvc/", "/.git/", "/__pycache__/", "/.ipynb_checkpoints/")
+#: compiled modules and extensions, opened by every import: skipped before the costly
+#: ``realpath`` (which made the hook cost ~0.9 s per stage)
+_COMPILED = (".pyc", ".so")
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
 
@@ -33,6 +36,8 @@ def _install(stage: str, log_dir: str, root: str) -> None:
         if isinstance(path, int) or path is None:
             return
         path = os.fsdecode(path)
+        if path.endswith(_COMPILED):  # imports: thousands per process, never a stage's data
+            return
         full = os.path.realpath(os.path.join(os.getcwd(), path))
         if not full.startswith(root) or any(s in full for s in _SKIP) or full.startswith(log_dir):
             return
