@@ -26,7 +26,7 @@ GROUPS = {
         "residual_isotropy_tables",
         "frequency_collapse_tables",
         "scale_*_tables",
-        "gradient_energy_pretrained",
+        "gradient_energy_pretrained*",  # one stage per released model (@<key>)
     ],
     "Paper B analyses": [
         "sweep_measure",
@@ -36,7 +36,7 @@ GROUPS = {
         "saturation_measure",
         "saturation_tables",
     ],
-    "data": ["prepare_corpus", "tokenize", "fetch_pretrained"],
+    "data": ["prepare_corpus", "tokenize", "fetch_pretrained*"],
 }
 
 

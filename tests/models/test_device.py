@@ -47,19 +47,39 @@ COMMAND_STAGES = {"gradient_energy_pretrained"}
 NO_GPU = not torch.cuda.is_available()
 
 
+def _first_item(stage: dict) -> dict[str, str]:
+    """A foreach stage's templates filled with its first item: ``${item}`` (over a list), or
+    ``${key}`` and ``${item.<field>}`` (over a mapping)."""
+    section, key = re.fullmatch(r"\$\{(\w+)\.(\w+)\}", stage["foreach"]).groups()
+    items = PARAMS[section][key]
+    if isinstance(items, dict):
+        name, fields = next(iter(items.items()))
+        return {"${key}": name, **{f"${{item.{f}}}": str(v) for f, v in fields.items()}}
+    return {"${item}": str(items[0])}
+
+
+def _body(stage: dict) -> tuple[str, dict[str, str]]:
+    """A stage's command and what fills its foreach templates (none for a plain stage)."""
+    if "foreach" in stage:
+        return stage["do"]["cmd"], _first_item(stage)
+    return stage["cmd"], {}
+
+
+def _fill(word: str, values: dict[str, str]) -> str:
+    for template, value in values.items():
+        word = word.replace(template, value)
+    return word
+
+
 def _module_stages() -> list[tuple[str, str, list[str]]]:
     """``(stage, module, argv)`` of every ``python -m geolib…`` stage in dvc.yaml; a foreach
     stage once, with its first item."""
     out = []
     for name, stage in STAGES.items():
-        body = stage["do"] if "foreach" in stage else stage
-        words = shlex.split(body["cmd"])
+        cmd, values = _body(stage)
+        words = [_fill(w, values) for w in shlex.split(cmd)]
         if words[:2] != ["python", "-m"]:
             continue
-        if "foreach" in stage:
-            key = re.fullmatch(r"\$\{(\w+)\.(\w+)\}", stage["foreach"]).groups()
-            item = PARAMS[key[0]][key[1]][0]
-            words = [w.replace("${item}", str(item)) for w in words]
         out.append((name, words[2], words[3:]))
     return out
 
@@ -103,19 +123,25 @@ def test_a_model_stage_asked_for_cuda_without_one_stops_first(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["params.yaml"]
 
 
-def _rendered(cmd: str, params: dict) -> list[str]:
+def _rendered(stage: dict, params: dict) -> list[str]:
     """A stage's command with its ``${section.key}`` templates filled as DVC fills them
-    (``parsing.list: nargs``: a mapping becomes ``--key value…``, a list its items)."""
+    (``parsing.list: nargs``: a mapping becomes ``--key value…``, a list its items; inside a
+    word, the value), a foreach stage's with its first item."""
 
     def words(value) -> list[str]:
         if isinstance(value, dict):
             return [w for k, v in value.items() for w in (f"--{k}", *words(v))]
         return [str(v) for v in value] if isinstance(value, list) else [str(value)]
 
+    cmd, values = _body(stage)
     out = []
     for word in shlex.split(cmd):
+        word = _fill(word, values)
         m = re.fullmatch(r"\$\{(\w+)\.(\w+)\}", word)
-        out += words(params[m[1]][m[2]]) if m else [word]
+        if m:
+            out += words(params[m[1]][m[2]])
+        else:
+            out.append(re.sub(r"\$\{(\w+)\.(\w+)\}", lambda t: str(params[t[1]][t[2]]), word))
     return out
 
 
@@ -130,7 +156,7 @@ def test_a_command_stage_asked_for_cuda_without_one_stops_first(
     from geolib.__main__ import main as geolib_main
 
     params = {**PARAMS, "common": {**PARAMS["common"], "device": "cuda"}}
-    argv = _rendered(STAGES[stage]["cmd"], params)
+    argv = _rendered(STAGES[stage], params)
     assert argv[:4] == ["python", "-m", "geolib", "measure"] and "--device" in argv
     assert argv[argv.index("--device") + 1] == "cuda"
     monkeypatch.chdir(tmp_path)

