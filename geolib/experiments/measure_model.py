@@ -7,7 +7,9 @@
 run directories (revisions are steps; default the last), a ``save_pretrained`` folder, or a
 GGUF file (``model.gguf``). Causal and masked LMs. The text is encoded with the model's own
 tokenizer and cut into non-overlapping windows; a seeded half of them is the *source* set, the
-other half the *evaluation* set (disjoint, as in the gradient-energy chapter). Several texts
+other half the *evaluation* set (disjoint, as in the gradient-energy chapter). A decoder whose
+tokenizer starts every text with a BOS token (Gemma) reads each window after it, as it was
+trained to; the BOS position itself is neither measured nor predicted. Several texts
 (``--corpus id ood_bible``, or several files) are measured one by one on the same loaded model,
 each with its own windows; ``ood`` is every OOD domain of the corpus as one text.
 
@@ -55,7 +57,7 @@ import torch
 from tqdm.auto import tqdm
 
 from geolib.data.corpus import corpus_splits
-from geolib.data.windows import model_batch, split_windows
+from geolib.data.windows import IGNORE_INDEX, model_batch, split_windows
 from geolib.files import write_csv, write_json
 from geolib.measure import probes
 from geolib.measure.metrics import (
@@ -211,6 +213,25 @@ def windows(req: Request, tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return split_windows(tokens, req.seq_len + 1, n // 2, n - n // 2, req.seed)
 
 
+def bos_prefix(tokenizer) -> int | None:
+    """The token a decoder's tokenizer puts before every text by default (Gemma's ``<bos>``),
+    else ``None``. A model trained with it reads text without it as out of distribution (Gemma
+    3 270M on our id text: 5.9 nats without, 4.3 with), so each window is read after it; the
+    prefix's own position is neither measured nor predicted."""
+    bos = getattr(tokenizer, "bos_token_id", None)
+    if bos is None:
+        return None
+    # compare with and without special tokens: an unknown "a" may itself have BOS's id
+    plain = list(tokenizer("a", add_special_tokens=False)["input_ids"])
+    default = list(tokenizer("a")["input_ids"])
+    return int(bos) if default[: len(plain) + 1] == [bos, *plain] else None
+
+
+def with_prefix(batch: np.ndarray, value: int) -> np.ndarray:
+    """``(n, L)`` → ``(n, L + 1)`` with column 0 set to ``value``."""
+    return np.concatenate([np.full((len(batch), 1), value, dtype=batch.dtype), batch], axis=1)
+
+
 def pick_layers(spec: str, names: list[str]) -> list[int]:
     """Layer indices from ``all`` or ``0,3,-1`` (negative: from the end); out of range: error."""
     if spec.strip() == "all":
@@ -311,6 +332,11 @@ def measure_revision(
     )
     src_in, _ = model_batch(src, decoder, seed=req.seed, **kw)
     ev_in, ev_tg = model_batch(ev, decoder, seed=req.seed + 1, **kw)
+    prefix = bos_prefix(tokenizer) if decoder else None
+    skip = int(prefix is not None)  # positions before the text: not measured
+    if prefix is not None:
+        src_in, ev_in = with_prefix(src_in, prefix), with_prefix(ev_in, prefix)
+        ev_tg = with_prefix(ev_tg, IGNORE_INDEX)  # the prefix predicts nothing counted
 
     def batches(n: int) -> list[slice]:
         return [slice(i, min(i + req.batch, n)) for i in range(0, n, req.batch)]
@@ -320,7 +346,7 @@ def measure_revision(
     for sl in batches(len(src_in)):
         states = probes.residual_states(model, torch.from_numpy(src_in[sl]).to(req.device))
         for i in layer_idx:
-            h = states[i].detach().to("cpu", torch.float64).reshape(-1, d)
+            h = states[i][:, skip:].detach().to("cpu", torch.float64).reshape(-1, d)
             covs[i].update(h)
             cosines[i].update(h)
         release_freed_memory()
@@ -345,7 +371,7 @@ def measure_revision(
         )
         loss_sum, n_targets = loss_sum + sg.loss_sum, n_targets + sg.n_targets
         for i in layer_idx:
-            g = sg.grads[i].detach().cpu()
+            g = sg.grads[i][:, skip:].detach().cpu()
             moments[i].update(g)
             for k in ranks:
                 acc[i, k].update(g)
@@ -398,6 +424,7 @@ def measure(req: Request, log=print) -> tuple[list[Measured], dict[str, Any]]:
     results: list[Measured] = []
     texts: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     layer_idx: list[int] = []
+    prefix: int | None = None
     bar = None
     for j, revision in enumerate(req.revisions):
         model, tokenizer = load_model(req, revision)
@@ -406,6 +433,7 @@ def measure(req: Request, log=print) -> tuple[list[Measured], dict[str, Any]]:
                 tokens = encode_text(req, tokenizer, source)
                 texts[source] = (tokens, *windows(req, tokens))
             layer_idx = pick_layers(req.layers, probes.layer_names(model))
+            prefix = bos_prefix(tokenizer) if probes.is_decoder(model) else None
             per_rev = sum(
                 -(-len(src) // req.batch) + -(-len(ev) // req.batch)
                 for _, src, ev in texts.values()
@@ -438,6 +466,7 @@ def measure(req: Request, log=print) -> tuple[list[Measured], dict[str, Any]]:
         },
         "texts": {source: int(len(tokens)) for source, (tokens, _, _) in texts.items()},
         "seq_len": req.seq_len,
+        "bos_prefix": prefix,  # read before every window (decoders whose tokenizer adds it)
         "ranks": measured_ranks(results[0].rows[0]),
         "controls": req.controls,
         "n_boot": req.n_boot,

@@ -261,3 +261,55 @@ def test_the_geolib_command_names_its_subcommands(capsys):
     assert geolib_main(["nope"]) == 2
     assert "unknown command 'nope'" in capsys.readouterr().err
     assert geolib_main(["--help"]) == 0
+
+
+class _BosFirst:
+    """A tokenizer that starts every text with ``bos`` by default (as Gemma's does)."""
+
+    mask_token_id = None
+
+    def __init__(self, tok, bos: int, adds: bool = True) -> None:
+        self.tok, self.bos_token_id, self.adds = tok, bos, adds
+        self.all_special_ids = [bos]
+
+    def __call__(self, text: str, add_special_tokens: bool = True) -> dict:
+        ids = self.tok(text, add_special_tokens=False)["input_ids"]
+        return {"input_ids": [self.bos_token_id] * (add_special_tokens and self.adds) + ids}
+
+
+def test_a_decoder_whose_tokenizer_adds_bos_reads_each_window_after_it(tmp_path):
+    """Its states and gradients are those of the windows read after BOS, the BOS position left
+    out; its loss counts the same targets as without it. A tokenizer that has a BOS token but
+    does not add it reads the windows as they are."""
+    folder = _saved_model(tmp_path / "model")
+    model, tok = load(folder)
+    bos = 1
+    assert mm.bos_prefix(_BosFirst(tok, bos)) == bos
+    assert mm.bos_prefix(_BosFirst(tok, bos, adds=False)) is None
+    req = mm.Request(model=str(folder), revisions=(None,), text="t", tokens=1000, seq_len=16,
+                     ranks=(1, 2), controls=4, n_boot=50)  # fmt: skip
+    tokens = np.asarray(tok(_text(tmp_path / "t.txt").read_text())["input_ids"][:1000])
+    src, ev = mm.windows(req, tokens)
+    w_row = mm.unembedding_row(model)
+    got = mm.measure_revision(req, None, model, _BosFirst(tok, bos), src, ev, [0, 2], "t", w_row)
+    plain = mm.measure_revision(
+        req, None, model, _BosFirst(tok, bos, adds=False), src, ev, [0, 2], "t", w_row
+    )
+    prefixed = mm.with_prefix(src[:, :-1], bos)
+    assert prefixed.shape == (len(src), 17) and (prefixed[:, 0] == bos).all()
+    states = residual_states(model, torch.from_numpy(prefixed))
+    ev_in, ev_tg = mm.with_prefix(ev[:, :-1], bos), mm.with_prefix(ev[:, 1:], -100)
+    sg = states_and_gradients(model, torch.from_numpy(ev_in), torch.from_numpy(ev_tg))
+    assert sg.n_targets == ev[:, 1:].size  # the prefix predicts nothing counted
+    assert got.eval_loss == pytest.approx(sg.loss_sum / sg.n_targets, rel=1e-5)
+    assert got.eval_loss != pytest.approx(plain.eval_loss, rel=1e-6)
+    for row in got.rows:
+        i = row["layer_index"]
+        h = states[i][:, 1:].reshape(-1, D).double().numpy()
+        assert np.isclose(row["erank"], effective_rank(h, center=True), rtol=1e-8)
+        lam, vecs = np.linalg.eigh(np.cov(h.T))
+        g = sg.grads[i][:, 1:].double().numpy()
+        t = vecs[:, ::-1][:, :2]
+        ctrl = complement_subspaces(t, 4, np.random.default_rng([0, i, 2]))
+        ratio = ((g @ t) ** 2).sum() / np.mean([((g @ c) ** 2).sum() for c in ctrl])
+        assert np.isclose(row["r_energy_k2"], ratio, rtol=1e-4)
