@@ -68,6 +68,7 @@ report/              imports config, files, measure; knows no models
     chapters/        one module per empirical chapter: its section, its tables, its verdicts
         common               what the Paper A chapters share: section fields, tables, claim row
         gradient_energy      A4, A6, A7 (rules v3) and the released models' descriptions
+        released             the released models' datasheets and measured tables, as read
         residual_isotropy    A5 (rules v3)
         frequency_collapse   A1 on trained models (rules v3)
         geometry_performance B1, B2, B7 (rules v3)

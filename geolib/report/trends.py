@@ -26,13 +26,16 @@ from geolib.report.rules import CLAIMS
 
 #: the words of :func:`trend_with_size`
 GROWS, SHRINKS, NO_TREND = "grows with size", "shrinks with size", "no trend resolvable"
+#: the slope tests of :func:`trend_with_size`, and how its reason names each
+OLS, THEIL_SEN = "ols", "theil_sen"
+TESTS = {OLS: "t interval", THEIL_SEN: "Theil-Sen interval from Kendall's tau"}
 
 
 @dataclass(frozen=True)
 class Trend:
-    """A key number against model size: ``slope`` per decade of non-embedding parameters (OLS
-    of the value on log10 of the count, every model one point), its Student-t interval, and
-    the trend in words with why."""
+    """A key number against model size: ``slope`` per decade of non-embedding parameters (of
+    the value on log10 of the count, every model one point), its interval by ``test``, and the
+    trend in words with why."""
 
     slope: float
     low: float
@@ -43,20 +46,42 @@ class Trend:
     span: float
     words: str
     reason: str
+    test: str = OLS
+    #: the fitted line's value at 1 parameter (log10 = 0): OLS's, or Theil-Sen's through the
+    #: medians; ``nan`` where nothing was fitted
+    intercept: float = float("nan")
+
+    def at(self, params: Any) -> Any:
+        """The fitted line at ``params`` non-embedding parameters (an extrapolation outside
+        the ladder: a hint, never a verdict)."""
+        return self.intercept + self.slope * np.log10(np.asarray(params, dtype=np.float64))
 
 
 def trend_with_size(
-    params: Any, values: Any, *, level: float = 0.95, min_sizes: int = 4, min_span: float = 30.0
+    params: Any,
+    values: Any,
+    *,
+    level: float = 0.95,
+    min_sizes: int = 4,
+    min_span: float = 30.0,
+    test: str = OLS,
 ) -> Trend:
     """Which way a claim's key number goes with scale (the ladder of model sizes).
 
     ``params``: each trained model's non-embedding parameter count; ``values``: its key number
     (several models of one size — seeds — are separate points). The slope of ``values`` on
-    ``log10(params)`` with its OLS Student-t interval (n − 2 degrees of freedom) decides:
-    :data:`GROWS` when the interval lies above 0, :data:`SHRINKS` below 0, :data:`NO_TREND`
-    when it contains 0 — and also, before any fit is read, when the ladder has fewer than
-    ``min_sizes`` distinct sizes or spans less than ``min_span``× in parameters (too short to
-    speak of a trend). What it says at the papers' scale is an extrapolation, never a verdict.
+    ``log10(params)`` with its interval decides: :data:`GROWS` when the interval lies above 0,
+    :data:`SHRINKS` below 0, :data:`NO_TREND` when it contains 0 — and also, before any fit is
+    read, when the ladder has fewer than ``min_sizes`` distinct sizes or spans less than
+    ``min_span``× in parameters (too short to speak of a trend). What it says at the papers'
+    scale is an extrapolation, never a verdict.
+
+    ``test``: :data:`OLS`, the least-squares slope with its Student-t interval (n − 2 degrees
+    of freedom), which assumes normal errors of one spread; or :data:`THEIL_SEN`, the median of
+    the slopes between every two models of different sizes with its distribution-free interval
+    from Kendall's tau (Sen 1968; ``scipy.stats.theilslopes``). A share bounded by 0 and 1, piled
+    at a bound on some rungs, breaks the t interval's assumptions; the rank-based one makes
+    none, and one outlying model cannot swing it.
     """
     x = np.asarray(params, dtype=np.float64)
     y = np.asarray(values, dtype=np.float64)
@@ -69,9 +94,13 @@ def trend_with_size(
     if np.any(x <= 0):
         raise ValueError("parameter counts must be positive")
     check.scalar("level", level, low=0.0, strict=True)
+    if level >= 1:
+        raise ValueError(f"level must be below 1, got {level}")
+    if test not in TESTS:
+        raise ValueError(f"trend test must be one of {sorted(TESTS)}, got {test!r}")
     if x.size == 0:  # every model's key number undefined (e.g. no unit to count)
         why = "no model has this key number defined"
-        return Trend(np.nan, np.nan, np.nan, level, 0, 0, np.nan, NO_TREND, why)
+        return Trend(np.nan, np.nan, np.nan, level, 0, 0, np.nan, NO_TREND, why, test)
     sizes = np.unique(x)
     span = float(sizes.max() / sizes.min())
     if sizes.size < max(min_sizes, 2) or span < min_span or x.size < 3:
@@ -80,21 +109,27 @@ def trend_with_size(
             f"{min_sizes} sizes spanning {min_span:g}x)"
         )
         return Trend(
-            np.nan, np.nan, np.nan, level, int(x.size), int(sizes.size), span, NO_TREND, why
+            np.nan, np.nan, np.nan, level, int(x.size), int(sizes.size), span, NO_TREND, why, test
         )
     if np.ptp(y) == 0:  # OLS gives slope 0 with a zero-width interval; scipy's stderr is nan
         why = f"the key number is {y[0]:.3g} on every one of the {x.size} models: nothing varies"
-        return Trend(0.0, 0.0, 0.0, level, int(x.size), int(sizes.size), span, NO_TREND, why)
-    fit = stats.linregress(np.log10(x), y)
-    h = t_quantile(level, x.size - 2) * float(fit.stderr)
-    slope = float(fit.slope)
-    low, high = slope - h, slope + h
+        return Trend(0.0, 0.0, 0.0, level, int(x.size), int(sizes.size), span, NO_TREND, why, test)
+    if test == OLS:
+        fit = stats.linregress(np.log10(x), y)
+        h = t_quantile(level, x.size - 2) * float(fit.stderr)
+        slope = float(fit.slope)
+        low, high = slope - h, slope + h
+    else:
+        fit = stats.theilslopes(y, np.log10(x), alpha=level)
+        slope, low, high = float(fit.slope), float(fit.low_slope), float(fit.high_slope)
+    intercept = float(fit.intercept)
     words = GROWS if low > 0 else SHRINKS if high < 0 else NO_TREND
     reason = (
-        f"slope {slope:.3g} [{low:.3g}, {high:.3g}] per decade of parameters "
-        f"({100 * level:g}% t interval, {x.size} models, {sizes.size} sizes over {span:.3g}x)"
+        f"slope {slope:.3g} [{low:.3g}, {high:.3g}] per decade of parameters ({100 * level:g}% "
+        f"{TESTS[test]}, {x.size} models, {sizes.size} sizes over {span:.3g}x)"
     )
-    return Trend(slope, low, high, level, int(x.size), int(sizes.size), span, words, reason)
+    n, n_sizes = int(x.size), int(sizes.size)
+    return Trend(slope, low, high, level, n, n_sizes, span, words, reason, test, intercept)
 
 
 @dataclass(frozen=True)

@@ -111,3 +111,48 @@ def test_trend_with_size_of_no_defined_model_is_no_trend():
     t = trend_with_size([], [])
     assert (t.words, t.n_models) == (NO_TREND, 0) and np.isnan(t.slope)
     assert "no model" in t.reason
+
+
+def test_theil_sen_trend_is_the_median_pairwise_slope_with_its_rank_interval():
+    from scipy import stats as st
+
+    from geolib.report.trends import GROWS, NO_TREND, THEIL_SEN, trend_with_size
+
+    params = np.repeat([1e5, 1e6, 1e7, 1e8], 2)  # 4 sizes x 2 seeds
+    shares = np.array([0.0, 0.0, 0.25, 0.0, 0.5, 0.75, 1.0, 1.0])  # piled at both bounds
+    t = trend_with_size(params, shares, test=THEIL_SEN)
+    x = np.log10(params)
+    pairs = [
+        (shares[j] - shares[i]) / (x[j] - x[i])
+        for i in range(len(x))
+        for j in range(i + 1, len(x))
+        if x[j] != x[i]  # seeds of one size give no slope
+    ]
+    assert t.slope == pytest.approx(np.median(pairs)) and t.test == THEIL_SEN
+    ref = st.theilslopes(shares, x, alpha=0.95)
+    assert (t.low, t.high) == pytest.approx((ref.low_slope, ref.high_slope))
+    assert t.low <= t.slope <= t.high and t.words == GROWS
+    assert "Theil-Sen interval" in t.reason
+    # its line passes through the medians (Theil-Sen's intercept); OLS's through the means
+    assert t.at(10 ** np.median(x)) == pytest.approx(np.median(shares))
+    ols = trend_with_size(params, shares)
+    assert ols.at(10 ** x.mean()) == pytest.approx(shares.mean())
+    # one outlying model swings the least-squares slope, not the median of pairwise slopes
+    flat = np.array([0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5]) + np.tile([0.01, -0.01], 4)
+    outlier = flat.copy()
+    outlier[-1] = 40.0
+    assert trend_with_size(params, outlier, test=THEIL_SEN).slope == pytest.approx(
+        trend_with_size(params, flat, test=THEIL_SEN).slope, abs=0.02
+    )
+    assert abs(trend_with_size(params, outlier).slope) > 5
+    assert trend_with_size(params, flat, test=THEIL_SEN).words == NO_TREND
+
+
+def test_trend_with_size_refuses_an_unknown_test_or_level():
+    from geolib.report.trends import trend_with_size
+
+    params, values = [1e5, 1e6, 1e7, 1e8], [1.0, 2.0, 3.0, 4.0]
+    with pytest.raises(ValueError, match="trend test must be one of"):
+        trend_with_size(params, values, test="spearman")
+    with pytest.raises(ValueError, match="level must be below 1"):
+        trend_with_size(params, values, level=1.0)
