@@ -969,8 +969,12 @@ def test_book_build_refuses_outputs_that_differ_from_dvc_lock(tmp_path):
         {"path": "data/claims/ch.json", "hash": "md5", "md5": book.md5_file(claim)},
         {"path": "data/results/ch", "hash": "md5", "md5": book.dir_md5(res)},
     ]
-    lock = {"schema": "2.0", "stages": {"ch": {"cmd": "run ch", "outs": outs}}}
+    # an entry of a stage this pipeline does not define (a profile's copy of a fuller lock)
+    gone = {"cmd": "run x", "outs": [{"path": "data/results/x", "hash": "md5", "md5": "0"}]}
+    lock = {"schema": "2.0", "stages": {"ch": {"cmd": "run ch", "outs": outs}, "x@a": gone}}
     (tmp_path / "dvc.lock").write_text(yaml.safe_dump(lock))
+    (tmp_path / "dvc.yaml").write_text(yaml.safe_dump({"stages": {"ch": {"cmd": "run ch"}}}))
+    (tmp_path / "params.yaml").write_text("{}\n")
     (tmp_path / "data" / "results" / ".gitignore").write_text("/ch\n")  # DVC writes these
     assert book.lock_mismatches(tmp_path) == []
 
