@@ -55,14 +55,15 @@ def _under(path: str, roots: Iterable[str]) -> bool:
 
 
 def _stage(stages: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
-    """A stage by name; ``base@item`` is a ``foreach`` stage's template with ``${item}`` filled."""
+    """A stage by name; ``base@item`` is a ``foreach`` stage's template with ``${item}`` (over a
+    list) or ``${key}`` (over a mapping) filled."""
     if name in stages:
         return stages[name]
     base, _, item = name.partition("@")
     template = stages.get(base)
     if not item or template is None or "foreach" not in template:
         return None
-    filled = json.dumps(template["do"]).replace("${item}", item)
+    filled = json.dumps(template["do"]).replace("${item}", item).replace("${key}", item)
     return json.loads(filled)
 
 

@@ -334,6 +334,10 @@ def test_io_check_flags_undeclared_reads_and_writes():
         "a": {"deps": ["data/in", "geolib/x.py"], "outs": ["data/out", {"book/x.ipynb": {}}]},
         "book": {"deps": ["notebooks"], "outs": ["book/_build/html"]},
         "run": {"foreach": ["p1", "p2"], "do": {"deps": ["data/in"], "outs": ["runs/${item}"]}},
+        "get": {  # a foreach over a mapping: ${key}
+            "foreach": {"m1": {"f": "x"}, "m2": {"f": "y"}},
+            "do": {"deps": ["data/raw/${key}"], "outs": ["data/got/${key}"]},
+        },
     }
     ok = [
         {"stage": "a", "path": "data/in/f.csv", "write": False},
@@ -347,6 +351,8 @@ def test_io_check_flags_undeclared_reads_and_writes():
         {"stage": "run@p1", "path": "runs/p1/w.bin", "write": True},  # a foreach expansion
         {"stage": "run@p1", "path": "data/in/f.csv", "write": False},
         {"stage": "a", "path": "book/.x.tmp.ipynb", "write": True},  # an atomic write of an out
+        {"stage": "get@m1", "path": "data/raw/m1/w.whl", "write": False},
+        {"stage": "get@m1", "path": "data/got/m1/m.gguf", "write": True},
     ]
     assert check.undeclared_io(ok, stages) == []
     bad = [
@@ -356,6 +362,7 @@ def test_io_check_flags_undeclared_reads_and_writes():
         {"stage": "run@p1", "path": "runs/p2/w.bin", "write": True},  # another point's out
         {"stage": "a", "path": "book/.y.tmp.ipynb", "write": True},  # the temporary of a non-out
         {"stage": "a", "path": "logs/lanes.csv", "write": False},  # not a reader of the run log
+        {"stage": "get@m1", "path": "data/got/m2/m.gguf", "write": True},  # the other model's
     ]
     problems = check.undeclared_io(bad, stages)
     assert problems == [
@@ -364,6 +371,7 @@ def test_io_check_flags_undeclared_reads_and_writes():
         "stage 'a' reads logs/lanes.csv, which is not among its deps",
         "stage 'a' writes book/.y.tmp.ipynb, which is not under its outs",
         "stage 'a' writes data/in/f.csv, which is not under its outs",
+        "stage 'get@m1' writes data/got/m2/m.gguf, which is not under its outs",
         "stage 'run@p1' writes runs/p2/w.bin, which is not under its outs",
     ]
 
