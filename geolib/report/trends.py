@@ -113,7 +113,8 @@ def trend_with_size(
         )
     if np.ptp(y) == 0:  # OLS gives slope 0 with a zero-width interval; scipy's stderr is nan
         why = f"the key number is {y[0]:.3g} on every one of the {x.size} models: nothing varies"
-        return Trend(0.0, 0.0, 0.0, level, int(x.size), int(sizes.size), span, NO_TREND, why, test)
+        n, n_sizes = int(x.size), int(sizes.size)  # the flat line through the one value
+        return Trend(0.0, 0.0, 0.0, level, n, n_sizes, span, NO_TREND, why, test, float(y[0]))
     if test == OLS:
         fit = stats.linregress(np.log10(x), y)
         h = t_quantile(level, x.size - 2) * float(fit.stderr)

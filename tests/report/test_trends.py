@@ -103,6 +103,7 @@ def test_trend_with_size_of_a_constant_key_number_is_no_trend_with_a_defined_int
     t = trend_with_size([1e4, 1e5, 1e6, 1e7, 1e7], [1.0] * 5)
     assert (t.words, t.slope, t.low, t.high) == (NO_TREND, 0.0, 0.0, 0.0)
     assert "1 on every one of the 5 models" in t.reason
+    assert np.allclose(t.at([1e3, 1e9]), 1.0)  # the figures draw its flat line
 
 
 def test_trend_with_size_of_no_defined_model_is_no_trend():
