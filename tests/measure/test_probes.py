@@ -17,6 +17,8 @@ from geolib.measure.probes import (
     layer_names,
     output_bias,
     r_energy,
+    residual_modules,
+    residual_states,
     states_and_gradients,
     subspace_energy,
     top_subspace,
@@ -85,6 +87,34 @@ def test_states_match_output_hidden_states(family):
     else:  # output_hidden_states ends with the final-normed state; ours is the residual
         norm = model.gpt_neox.final_layer_norm if family == "pythia" else model.model.norm
         torch.testing.assert_close(norm(last), ref[-1])
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_residual_states_equal_full_forward_and_skip_the_head(family):
+    """The base-model pass gives the full model's block outputs bit for bit, and the LM head
+    never runs."""
+    model = build_model(tiny(family), V, seed=5).eval()
+    x, _ = batch(family, seed=6)
+    calls: list[int] = []
+    head = model.get_output_embeddings().register_forward_hook(lambda *_: calls.append(1))
+    try:
+        states = residual_states(model, x)
+    finally:
+        head.remove()
+    assert calls == []
+    ref: list[torch.Tensor] = []
+    hooks = [
+        m.register_forward_hook(lambda _m, _i, o: ref.append(o[0] if isinstance(o, tuple) else o))
+        for m in residual_modules(model)
+    ]
+    try:
+        with torch.no_grad():
+            model(input_ids=x)
+    finally:
+        for h in hooks:
+            h.remove()
+    assert len(states) == len(ref) == 3
+    assert all(torch.equal(s, r) for s, r in zip(states, ref, strict=True))
 
 
 @pytest.mark.parametrize("family", FAMILIES)
