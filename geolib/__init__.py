@@ -29,6 +29,7 @@ models/              imports config, files, stage, data
     grid             Paper B's designs: the sweep grid and the saturation runs; training them
     replicas         Paper A's seed replicates of the default models; runs grouped by seed
     ladder           the ladder of model sizes (one family, other shapes); non-embedding size
+    length           the training-length study's runs: long, a checkpoint at every doubling
     fingerprint      the content hash of a model's weights
     device           ``common.device`` checked: a GPU asked for and missing stops the stage
 measure/             imports nothing outside measure: pure functions on arrays and tensors
@@ -42,6 +43,7 @@ measure/             imports nothing outside measure: pure functions on arrays a
     frequency        per-type variance, embedding-row jitter and settling against frequency
     geometry         Paper B's geometry of one model (W and H) and its per-model table row
     prediction       does a quantity predict an outcome across models (ρ, R², partial ρ)
+    settling         where a quantity measured during training stops moving (over seeds)
     validate         checked arguments (finite, in range, integer) and seeds, for every wing
 theory/              imports measure; one room per claim of Paper A's theory
     curvature        chord–arc geometry and the curvature share of local variance (A2)
@@ -59,6 +61,7 @@ experiments/         imports config, files, stage, data, models, measure, theory
     forgetting           each sweep model fine-tuned on a new domain: gain and forgetting (B8)
     quant_robustness     each sweep model quantized: loss increases by method and bits (B8)
     saturation           measuring the saturation runs; degradation and rank (B6)
+    training_length      the training-length study measured: loss, W's rank, where they settle
     measure_model        the geometry of any model, one command (``geolib measure``)
 report/              imports config, files, measure; knows no models
     rules            verdict rules: kinds, premise, seeds, robustness, learned models

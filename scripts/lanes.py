@@ -52,6 +52,7 @@ PRIORITY = [
     # the data every model reads
     "prepare_corpus",
     "tokenize",
+    "tokenize_small",
     # the sweep's many short stages and the chain that reads them, ending in quantization
     # (the longest analysis: ~11 min on one thread), which then runs beside the training below
     "sweep_train@*",
@@ -64,6 +65,7 @@ PRIORITY = [
     "train_*",
     "ladder_train@*",
     "saturation_train@*",
+    "length_train@*",
     "saturation_measure",
     "saturation_tables",
     "fetch_pretrained@*",

@@ -147,7 +147,7 @@ def test_every_profile_reads_only_the_domains_its_corpus_has():
 #: runs, levels)
 _SIZE_KEY = re.compile(
     r"n_\w+|\w+_n_points|\w*n_boot|n_t|\w*_steps|steps|seq_len|batch_size|d_model|d_ff|n_heads"
-    r"|n_layers|vocab_size|token_budget|max_\w+|min_occurrences|log_max|checkpoint_every"
+    r"|n_layers|vocab_size|token_budget|min_tokens_per_param|max_\w+|min_occurrences|log_max|checkpoint_every"
     r"|eval_interval|eval_batches|\w*seeds|key_rank|a[57]_source|early_max|jitter_from"
     r"|frozen_sources|ranks"
     r"|tokens|n-boot|batch-size|seq-len"  # the same sizes as `geolib measure` spells them
@@ -157,18 +157,20 @@ _SIZE_KEY = re.compile(
 def test_the_rehearsal_is_the_paper_profile_with_only_sizes_counts_and_budgets_cut():
     """profiles/rehearsal.yaml: against the paper profile, every key it changes is
     a size, a count or a budget, or a list cut to a subset (common.device aside: this machine
-    has no GPU), or a released model left out; the hub corpus, the hub names and the design's
-    levels stay the paper's."""
+    has no GPU), or a released model or a size of the training-length study left out; the hub
+    corpus, the hub names and the design's levels stay the paper's."""
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
     defaults = load_params(root / "params.yaml")
     paper = flatten(apply_profiles(defaults, root / "profiles" / "paper.yaml"))
     rehearsal = flatten(apply_profiles(defaults, root / "profiles" / "rehearsal.yaml"))
-    # the released models may be cut to some of the paper's (each kept one unchanged)
+    # the released models and the study's sizes may be cut to some of the paper's (each kept
+    # one unchanged but for its sizes)
     dropped = set(paper) - set(rehearsal)
     assert set(rehearsal) <= set(paper)
-    assert all(k.startswith("pretrained.models.") for k in dropped), sorted(dropped)
+    droppable = ("pretrained.models.", "training_length.sizes.")
+    assert all(k.startswith(droppable) for k in dropped), sorted(dropped)
     assert any(k.startswith("pretrained.models.") for k in rehearsal)
     changed = {k for k in rehearsal if paper[k] != rehearsal[k]}
     assert len(changed) > 50  # the cuts are there (and the check has something to check)

@@ -203,6 +203,7 @@ def test_the_retraining_check_sees_training_and_measuring_stages():
         "saturation_train",
         "train_replica",
         "ladder_train",
+        "length_train",
     }
     assert training_stages() == train
     assert train <= stages_invalidated_by("geolib/models/train.py")

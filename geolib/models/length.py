@@ -1,0 +1,152 @@
+"""The training-length study's runs: how many tokens a model of the sweep's kind needs before
+what the papers measure stops moving.
+
+    python -m geolib.models.length names          # the runs of the design
+    python -m geolib.models.length train NAME     # stage length_train@NAME
+
+One long run per size and seed (``<size>-s<seed>``, section ``training_length`` of
+``params.yaml``), at the hyperparameters declared there, with a checkpoint at every doubling of
+its steps (1, 2, 4, …). Its step count is the smallest power of two that reaches
+``min_tokens_per_param`` tokens per parameter (all parameters, embeddings included), so the last
+checkpoint is a doubling too. The learning rate stays at its peak after the warm-up (schedule
+``constant``): a decaying schedule would slow every quantity at the end of the run whatever the
+model had left to learn, and the study asks when training at full rate stops moving them.
+
+Training writes the run folders only; measuring them is
+:mod:`geolib.experiments.training_length`. This module imports no measurement code, so an edit
+to a metric never retrains a run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from geolib.config import checked_number, deep_update, load_params
+from geolib.models.device import resolve_device
+from geolib.models.families import build_model, count_params
+from geolib.models.train import TrainConfig, resolve_vocab, train
+
+_NAME = re.compile(r"^(?P<size>[A-Za-z]\w*)-s(?P<seed>\d+)$")
+
+
+@dataclass(frozen=True)
+class LengthRun:
+    """One run of the study: a size and a seed."""
+
+    size: str
+    seed: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.size}-s{self.seed}"
+
+    @classmethod
+    def from_name(cls, name: str) -> LengthRun:
+        m = _NAME.match(name)
+        if m is None:
+            raise ValueError(f"not a training-length run name: {name!r} (<size>-s<seed>)")
+        return cls(m["size"], int(m["seed"]))
+
+
+def length_runs(spec: Mapping[str, Any]) -> list[LengthRun]:
+    """Every size × seed of the design, sizes in listed order."""
+    return [LengthRun(size, int(seed)) for size in spec["sizes"] for seed in spec["seeds"]]
+
+
+def check_names_listed(spec: Mapping[str, Any]) -> list[str]:
+    """The design's names; error if ``spec["names"]`` (what DVC's ``foreach`` reads) differs."""
+    names = [r.name for r in length_runs(spec)]
+    if list(spec.get("names", [])) != names:
+        raise ValueError(
+            "training_length.names must equal the design's expansion (python -m "
+            f"geolib.models.length names): {names}"
+        )
+    return names
+
+
+def steps_for(n_params: int, tokens_per_step: int, min_tokens_per_param: float) -> int:
+    """The smallest power of two of steps whose tokens reach ``min_tokens_per_param`` per
+    parameter."""
+    if n_params < 1 or tokens_per_step < 1 or min_tokens_per_param <= 0:
+        raise ValueError(
+            f"need positive n_params, tokens_per_step and min_tokens_per_param, got {n_params}, "
+            f"{tokens_per_step}, {min_tokens_per_param}"
+        )
+    need = min_tokens_per_param * n_params / tokens_per_step
+    return 2 ** max(0, math.ceil(math.log2(need)))
+
+
+def run_config(params: Mapping[str, Any], run: LengthRun) -> TrainConfig:
+    """The TrainConfig of one run: ``common`` (seed, device) < ``train`` <
+    ``training_length.train`` < the size's model, then the seed and the step count."""
+    spec = params["training_length"]
+    if run.size not in spec["sizes"]:
+        raise KeyError(f"training_length.sizes has no size {run.size!r}")
+    names = {f.name for f in fields(TrainConfig)}
+    merged = {k: v for k, v in params.get("common", {}).items() if k in names}
+    merged = deep_update(merged, params["train"])
+    merged = deep_update(merged, {**spec["train"], "model": dict(spec["sizes"][run.size])})
+    merged["seed"] = run.seed
+    cfg = TrainConfig.from_params(merged)
+    min_tpp = checked_number(
+        "training_length.min_tokens_per_param", spec["min_tokens_per_param"], float, low=0
+    )
+    steps = steps_for(n_params(cfg), cfg.tokens_per_step, min_tpp)
+    merged.update(
+        total_steps=steps,
+        checkpoint_every=0,
+        log_max=steps,  # a checkpoint at every doubling: 1, 2, 4, …, steps
+        eval_interval=steps,  # the study measures its own fixed windows at every checkpoint
+    )
+    return TrainConfig.from_params(merged)
+
+
+def n_params(cfg: TrainConfig) -> int:
+    """All parameters of the run's model (tied weights once), as tokens per parameter counts
+    them."""
+    vocab, _ = resolve_vocab(cfg)
+    return count_params(build_model(cfg.model, vocab.size, seed=0))
+
+
+def length_run(params: Mapping[str, Any], name: str) -> tuple[TrainConfig, Path]:
+    """The configuration and run folder of the study's run ``name`` (error if not listed)."""
+    spec = params["training_length"]
+    names = check_names_listed(spec)
+    if name not in names:
+        raise KeyError(f"{name!r} is not a training-length run; runs: {names}")
+    return run_config(params, LengthRun.from_name(name)), Path(spec["run_root"]) / name
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m geolib.models.length", description=__doc__)
+    parser.add_argument("--params", default="params.yaml")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("names", help="the runs of the design")
+    one = sub.add_parser("train", help="train one run (stage length_train@NAME)")
+    one.add_argument("name")
+    one.add_argument("--supersede-into", default=None)
+    args = parser.parse_args(argv)
+    params = load_params(args.params)
+    if args.command == "names":
+        print("\n".join(r.name for r in length_runs(params["training_length"])))
+        return 0
+    # the device first: sizing a run reads its tokenizer, which a wrong device must not reach
+    resolve_device(params.get("common", {}).get("device", "cpu"))
+    cfg, run_dir = length_run(params, args.name)
+    print(
+        f"{args.name}: {cfg.total_steps} steps, {cfg.total_steps * cfg.tokens_per_step:,} tokens",
+        file=sys.stderr,
+    )
+    train(cfg, run_dir, progress=False, supersede_into=args.supersede_into)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
