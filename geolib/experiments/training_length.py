@@ -7,6 +7,8 @@ the effective rank of the unembedding W; then, per size, where each settles.
 The runs and their training are :mod:`geolib.models.length`. At each checkpoint (step 0, the
 random start, and every doubling of the steps) this stage records:
 
+* ``epochs``: the tokens seen over the training split's length (past 1, text repeats: a
+  longer run of the same corpus would measure repetition, not more training);
 * ``loss``: the mean next-token loss (nats) of ``n_eval_seqs`` fixed validation windows;
 * ``w_erank`` and ``w_erank_sq``: the effective rank of W (Roy & Vetterli, on σ and on σ²) over
   the rows of tokens that occur in the training split, as the sweep measures it.
@@ -80,6 +82,7 @@ def measure_run(
                 "tokens": step * cfg.tokens_per_step,
                 "params": n,
                 "tokens_per_param": step * cfg.tokens_per_step / n,
+                "epochs": step * cfg.tokens_per_step / len(train_tokens),  # past 1: repetition
                 "loss": float(window_losses(model, windows).mean()),
                 "w_erank": effective_rank(w),
                 "w_erank_sq": effective_rank(w, squared=True),
@@ -146,6 +149,7 @@ def run_stage(p: dict[str, Any], params: dict[str, Any], log=print) -> dict[str,
             "tokens": c.total_steps * c.tokens_per_step,
             "params": n,
             "tokens_per_param": c.total_steps * c.tokens_per_step / n,
+            "epochs": float(final.loc[name, "epochs"]),  # of the training split
             "lr_wd_sum": decay_exponent(c),  # Σ lr·wd: weight decay alone shrinks by exp(-it)
             "final_loss": float(final.loc[name, "loss"]),
         }

@@ -52,6 +52,8 @@ def test_train_measure_settle_on_a_tiny_design(tmp_path, token_files):  # noqa: 
     nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), win[:, 1:], reduction="none")
     assert last["loss"] == pytest.approx(float(nll.mean()), rel=1e-5)
     assert last["tokens_per_param"] >= 3 > rows.loc[cfg.total_steps // 2, "tokens_per_param"]
+    seen = cfg.total_steps * cfg.tokens_per_step
+    assert last["epochs"] == pytest.approx(seen / len(np.load(cfg.train_tokens)), rel=1e-5)
 
     settled = pd.read_csv(tmp_path / "out" / "settling.csv")
     assert sorted(settled["size"].unique()) == ["a", "b"]
