@@ -20,7 +20,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 GROUPS = {
-    "training": ["train_*", "ladder_train@*", "sweep_train@*", "saturation_train@*"],
+    "training": [
+        "train_*",
+        "ladder_train@*",
+        "sweep_train@*",
+        "saturation_train@*",
+        "length_train@*",
+    ],
     "Paper A analyses": [
         "gradient_energy_tables",
         "residual_isotropy_tables",
@@ -35,8 +41,9 @@ GROUPS = {
         "forgetting_tables",
         "saturation_measure",
         "saturation_tables",
+        "training_length_tables",  # the study the sweep's design reads
     ],
-    "data": ["prepare_corpus", "tokenize", "fetch_pretrained*"],
+    "data": ["prepare_corpus", "tokenize", "tokenize_small", "fetch_pretrained*"],
 }
 
 
