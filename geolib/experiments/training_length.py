@@ -44,6 +44,7 @@ from geolib.models.device import resolve_device
 from geolib.models.grid import decay_exponent
 from geolib.models.length import LengthRun, check_names_listed, length_run, n_params
 from geolib.models.runs import available_steps
+from geolib.models.train import TrainConfig
 from geolib.stage import progress_line, stage
 
 #: the quantities the settling rule reads, in the order the tables list them
@@ -51,11 +52,10 @@ QUANTITIES = ("loss", "w_erank", "w_erank_sq")
 
 
 def measure_run(
-    params: dict[str, Any], name: str, n_eval_seqs: int, device: str = "cpu"
+    cfg: TrainConfig, run_dir: Path, name: str, n_eval_seqs: int, device: str = "cpu"
 ) -> list[dict[str, Any]]:
-    """One row per checkpoint of run ``name``: its tokens and the :data:`QUANTITIES` (the
-    model on ``device``)."""
-    cfg, run_dir = length_run(params, name)
+    """One row per checkpoint of run ``name`` (configuration ``cfg``, folder ``run_dir``): its
+    tokens and the :data:`QUANTITIES` (the model on ``device``)."""
     run = LengthRun.from_name(name)
     steps = available_steps(run_dir)
     if not steps or steps[-1] != cfg.total_steps:
@@ -67,12 +67,14 @@ def measure_run(
     train_tokens = load_tokens(cfg.train_tokens)
     windows = fixed_windows(load_tokens(cfg.val_tokens), n_eval_seqs, cfg.seq_len + 1)
     rows = []
+    kept: np.ndarray | None = None  # W's rows of tokens the training split holds: one set
     for step in steps:
         model, _ = load(run_dir, step, device=device, tokenizer=False)
         model.eval()
         w = unembedding(model).detach().cpu().double()
-        keep = ~unused_rows(train_tokens, w.shape[0])
-        w = w[np.flatnonzero(keep)].numpy()
+        if kept is None:
+            kept = np.flatnonzero(~unused_rows(train_tokens, w.shape[0]))
+        w = w[kept].numpy()
         rows.append(
             {
                 "run": name,
@@ -127,32 +129,32 @@ def run_stage(p: dict[str, Any], params: dict[str, Any], log=print) -> dict[str,
     out.mkdir(parents=True, exist_ok=True)
     names = check_names_listed(p)
     measure = p["measure"]
+    configs = {name: length_run(params, name) for name in names}
     rows: list[dict[str, Any]] = []
     t0 = time.perf_counter()
-    for i, name in enumerate(names, start=1):
-        rows += measure_run(params, name, int(measure["n_eval_seqs"]), device)
+    for i, (name, (cfg, run_dir)) in enumerate(configs.items(), start=1):
+        rows += measure_run(cfg, run_dir, name, int(measure["n_eval_seqs"]), device)
         log(progress_line("training-length runs measured", i, len(names), time.perf_counter() - t0))
     table = pd.DataFrame(rows)
     write_table(out / "checkpoints.csv", table)
     settled = pd.DataFrame(settling_rows(table, int(measure["min_doublings"])))
     write_table(out / "settling.csv", settled)
 
-    cfg, _ = length_run(params, names[0])
-    entropy = entropy_of_counts(np.bincount(np.asarray(load_tokens(cfg.train_tokens), np.int64)))
+    train_tokens = load_tokens(next(iter(configs.values()))[0].train_tokens)
+    entropy = entropy_of_counts(np.bincount(np.asarray(train_tokens, np.int64)))
     final = table.loc[table.groupby("run", sort=False)["step"].idxmax()].set_index("run")
-    runs = {}
-    for name in names:
-        c, _ = length_run(params, name)
-        n = int(final.loc[name, "params"])
-        runs[name] = {
-            "steps": c.total_steps,
-            "tokens": c.total_steps * c.tokens_per_step,
-            "params": n,
-            "tokens_per_param": c.total_steps * c.tokens_per_step / n,
+    runs = {
+        name: {
+            "steps": int(final.loc[name, "step"]),
+            "tokens": int(final.loc[name, "tokens"]),
+            "params": int(final.loc[name, "params"]),
+            "tokens_per_param": float(final.loc[name, "tokens_per_param"]),
             "epochs": float(final.loc[name, "epochs"]),  # of the training split
-            "lr_wd_sum": decay_exponent(c),  # Σ lr·wd: weight decay alone shrinks by exp(-it)
+            "lr_wd_sum": decay_exponent(cfg),  # Σ lr·wd: weight decay alone shrinks by exp(-it)
             "final_loss": float(final.loc[name, "loss"]),
         }
+        for name, (cfg, _) in configs.items()
+    }
     summary = {
         "unigram_entropy": entropy,  # of the training split: the bar a run must beat to learn
         "runs": runs,

@@ -29,7 +29,7 @@ def test_train_measure_settle_on_a_tiny_design(tmp_path, token_files):  # noqa: 
     path.write_text(yaml.safe_dump(params))
     names = params["training_length"]["names"]
     with pytest.raises(FileNotFoundError, match="must reach step"):
-        tl.measure_run(params, names[0], 6)
+        tl.measure_run(*length.length_run(params, names[0]), names[0], 6)
     for name in names:
         assert length.main(["--params", str(path), "train", name]) == 0
     assert tl.main(["--params", str(path)]) == 0
