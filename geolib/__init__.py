@@ -86,6 +86,7 @@ report/              imports config, files, measure; knows no models
     markup           text from data shown verbatim in the book's Markdown; names inside links
     outputs          where a chapter writes (pipeline folders, or ``explore/`` under overrides)
     sweep_chapters   the sweep's tables and v1 checks, shared by its three chapters (B1–B5, B7, B8)
+    settled_premise  every sweep row's premise: W left its random start and settled (the study)
 """
 
 __version__ = "0.1.0"

@@ -116,7 +116,7 @@ def _token_domains(tree) -> set[str]:
         for value in tree:
             found |= _token_domains(value)
     elif isinstance(tree, str):
-        found |= set(re.findall(r"data/tokens/([^/]+)/", tree))
+        found |= set(re.findall(r"data/tokens(?:_\d+)?/([^/]+)/", tree))
     return found
 
 
@@ -140,6 +140,25 @@ def test_every_profile_reads_only_the_domains_its_corpus_has():
     paper = apply_profiles(defaults, root / "profiles" / "paper.yaml")
     assert paper["data"]["source"] == "hub"
     assert "ood_bible" not in paper["quantization"]["eval_tokens"]
+
+
+def test_the_sweep_rows_premise_reads_the_study_of_the_same_models():
+    """The premise of every sweep row reads the training-length study at the size that holds
+    each sweep size's model, trained on the sweep's tokens, in the default and paper profiles
+    (the smoke profile's study keeps one tiny size: its premise fails, and says so)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    defaults = load_params(root / "params.yaml")
+    for params in (defaults, apply_profiles(defaults, root / "profiles" / "paper.yaml")):
+        premise = params["geometry_performance"]["sweep_v3"]["w_premise"]
+        assert set(premise["sizes"]) == set(params["sweep"]["sizes"])
+        for size, studied in premise["sizes"].items():
+            assert params["sweep"]["sizes"][size] == params["training_length"]["sizes"][studied]
+        study, sweep = params["training_length"]["train"], params["sweep"]["base"]
+        for key in ("train_tokens", "val_tokens", "tokenizer"):
+            assert study[key] == sweep[key], key
+        assert premise["study"] == f"{params['training_length']['out_dir']}/settling.csv"
 
 
 #: keys a rehearsal may cut: sizes, counts, step counts (and the steps that follow them) and

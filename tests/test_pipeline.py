@@ -639,7 +639,7 @@ def test_a_profile_with_a_batch_too_large_for_the_budget_is_refused_when_read(tm
     profile = tmp_path / "big_batch.yaml"
     changed = {"factorial": sweep["factorial"], "points": points, "cells": list(cells(points))}
     profile.write_text(yaml.safe_dump({"sweep": changed}))
-    with pytest.raises(SystemExit, match=r"big_batch.yaml: .*-b4096-.*only 1 steps"):
+    with pytest.raises(SystemExit, match=r"big_batch.yaml: .*-b4096-.*only 6 steps"):
         _load_script("run_profile").merged_params(profile)
 
 

@@ -141,6 +141,7 @@ def measure_point(params_path: str | Path, name: str, *, jobs: int = 1) -> dict[
         point=point.as_dict(),
         name=name,
         steps=cfg.total_steps,
+        peak_lr=cfg.lr,  # the named lr scaled with the batch size (sweep.base.lr_scaling)
         tokens=info["tokens"],
         params=info["params"],
         decay_exponent=decay_exponent(cfg),

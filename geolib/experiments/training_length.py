@@ -13,6 +13,10 @@ random start, and every doubling of the steps) this stage records:
 * ``w_erank`` and ``w_erank_sq``: the effective rank of W (Roy & Vetterli, on σ and on σ²) over
   the rows of tokens that occur in the training split, as the sweep measures it.
 
+Per size and quantity it also records the turn (:func:`geolib.measure.settling.turn_at`): the
+sweep's rows read both from ``settling.csv`` for their premise that W left its random start and
+settled (:mod:`geolib.report.settled_premise`).
+
 The settling rule (:func:`geolib.measure.settling.settling`, its constant ``min_doublings`` in
 ``params.yaml``) is applied per size over the seeds, to each quantity, from step 1 on. Every run
 reports its final loss beside the unigram entropy of the training split (the chapter names a run
@@ -37,7 +41,7 @@ from geolib.measure.evaluate import window_losses
 from geolib.measure.geometry import unused_rows
 from geolib.measure.metrics import effective_rank
 from geolib.measure.probes import unembedding
-from geolib.measure.settling import settling
+from geolib.measure.settling import settling, turn_at
 from geolib.measure.stats import entropy_of_counts
 from geolib.models.checkpoints import load
 from geolib.models.device import resolve_device
@@ -111,6 +115,7 @@ def settling_rows(table: pd.DataFrame, min_doublings: int) -> list[dict[str, Any
                     "settled": s.settled,
                     "settled_at": s.settled_at,
                     "quiet_doublings": s.doublings,
+                    "turn_at": turn_at(s),  # lowest seeds' mean, risen from since; NaN: none
                     "n_seeds": s.n_seeds,
                     "final_tokens_per_param": float(x[-1]),
                     "final_mean": float(s.mean[-1]),

@@ -58,6 +58,9 @@ def flatten_measures(measures: Mapping[str, Any]) -> dict[str, Any]:
     row: dict[str, Any] = {"name": measures["name"], **measures["point"]}
     for key in ("steps", "tokens", "params", "decay_exponent", "vocab_size", "n_unused_rows"):
         row[key] = measures[key]
+    row["tokens_per_param"] = measures["tokens"] / measures["params"]  # all parameters
+    # the peak learning rate trained with (measures from before batch scaling: the named lr)
+    row["peak_lr"] = measures.get("peak_lr", measures["point"]["lr"])
     for group in ("w", "w_all", "h", "init_w"):
         row.update({f"{group}_{k}": v for k, v in measures.get(group, {}).items()})
     for split, est in measures["loss"].items():

@@ -8,6 +8,10 @@ deviation at the later checkpoint — training longer changes it less than a new
 and at least ``min_doublings`` such doublings were seen (one small move is not a plateau).
 Where the last doubling still moves it by its seed sd or more, it has not settled within the
 run, and the study says so.
+
+W's effective rank first falls from its random start and later climbs back: its **turn**
+(:func:`turn_at`) is where the seeds' mean is lowest, provided it then rises by more than the
+seeds' sd. Past the turn, W's rank no longer measures mainly its distance from initialisation.
 """
 
 from __future__ import annotations
@@ -88,3 +92,13 @@ def settling(x: np.ndarray, values: np.ndarray, *, min_doublings: int = 2) -> Se
             f"doubling(s) moved it by less than its seed sd ({min_doublings} needed)"
         )
     return Settling(settled, at, run, v.shape[0], x, mean, sd, moves, reason)
+
+
+def turn_at(s: Settling) -> float:
+    """Tokens per parameter of the checkpoint where the seeds' mean is lowest, if it rises from
+    there to the last checkpoint by more than the seeds' sd at the last; NaN where it does not
+    (no turn within the run: still falling, or flat within seed noise)."""
+    j = int(np.argmin(s.mean))
+    if j == s.mean.size - 1 or s.mean[-1] - s.mean[j] <= s.sd[-1]:
+        return float("nan")
+    return float(s.x[j])

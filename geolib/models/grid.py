@@ -1,8 +1,9 @@
 """Paper B's hyperparameter grid in miniature: points, their training configurations, where
 their runs and measures live.
 
-A *point* fixes model size, batch size, weight decay, peak learning rate, the final learning
-rate (as a fraction of the peak) and the seed; its name spells them out
+A *point* fixes model size, batch size, weight decay, peak learning rate (named at a reference
+batch size and scaled with the batch: :class:`LrScaling`), the final learning rate (as a
+fraction of the peak) and the seed; its name spells them out
 (``S-b32-wd2-lr0.004-f0.1-s0``) so that a DVC ``foreach`` stage per name reruns exactly the
 points whose values change. Every point trains on the same number of tokens (``token_budget``):
 batch size therefore also sets the number of steps. The grid is a full factorial, plus one
@@ -148,9 +149,38 @@ def expand(spec: Mapping[str, Any]) -> list[Point]:
     return points
 
 
+@dataclass(frozen=True)
+class LrScaling:
+    """How a point's peak learning rate follows its batch size: the named ``lr`` holds at
+    ``reference_batch`` and scales as ``(batch / reference_batch) ** exponent`` (0.5: the
+    square-root rule for Adam-type optimizers, which keeps the update's noise scale; 0: none)."""
+
+    reference_batch: int = 1
+    exponent: float = 0.0
+
+    @classmethod
+    def from_params(cls, spec: Mapping[str, Any] | None) -> LrScaling:
+        """From ``sweep.base.lr_scaling`` (absent or null: no scaling)."""
+        if spec is None:
+            return cls()
+        w = "sweep.base.lr_scaling."
+        unknown = sorted(set(spec) - {"reference_batch", "exponent"})
+        if unknown:
+            raise KeyError(f"{w[:-1]}: unknown key(s) {unknown}; keys: reference_batch, exponent")
+        return cls(
+            checked_number(w + "reference_batch", spec["reference_batch"], int, low=1),
+            checked_number(w + "exponent", spec["exponent"], float, low=0, high=1),
+        )
+
+    def peak_lr(self, lr: float, batch_size: int) -> float:
+        """The peak learning rate at ``batch_size`` of a point named with ``lr``."""
+        return lr * (batch_size / self.reference_batch) ** self.exponent
+
+
 def point_config(params: Mapping[str, Any], point: Point) -> TrainConfig:
     """The training configuration of ``point``: ``common`` (seed, device), the ``train``
-    section, ``sweep.base``, the size's model, then the point's factors."""
+    section, ``sweep.base``, the size's model, then the point's factors, its peak learning rate
+    scaled with its batch size by ``sweep.base.lr_scaling`` (:class:`LrScaling`)."""
     sweep = params["sweep"]
     base = dict(sweep["base"])
     w = "sweep.base."
@@ -159,6 +189,7 @@ def point_config(params: Mapping[str, Any], point: Point) -> TrainConfig:
         w + "warmup_fraction", base.pop("warmup_fraction"), float, low=0, high=1
     )
     log_max = checked_number(w + "checkpoint_log_max", base.pop("checkpoint_log_max"), int, low=0)
+    scaling = LrScaling.from_params(base.pop("lr_scaling", None))
     if point.size not in sweep["sizes"]:
         raise KeyError(f"sweep.sizes has no size {point.size!r}")
     names = {f.name for f in fields(TrainConfig)}
@@ -174,7 +205,7 @@ def point_config(params: Mapping[str, Any], point: Point) -> TrainConfig:
     merged.update(
         batch_size=point.batch_size,
         weight_decay=point.weight_decay,
-        lr=point.lr,
+        lr=scaling.peak_lr(point.lr, point.batch_size),
         min_lr_ratio=point.final_lr_ratio,
         seed=point.seed,
         total_steps=steps,

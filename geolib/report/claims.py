@@ -196,18 +196,25 @@ def _span(values: Sequence[float]) -> str:
 def scale_text(params: Sequence[int], tokens: Sequence[int], seeds: int | tuple[int, int]) -> str:
     """The ``scale`` of an evidence row measured on trained models: how many, their parameter
     counts and training tokens (each model's, as ranges), and the seeds per configuration
-    (a number, or the fewest and most), e.g.
-    ``"9 models (3 seeds each), 1.8M parameters, 2.1M tokens each"``."""
+    (a number, or the fewest and most), and tokens per parameter (all parameters: the paper's
+    training length is stated in it), e.g.
+    ``"9 models (3 seeds each), 1.8M parameters, 2.1M tokens each, 1.17 tokens per parameter"``.
+    """
     if not len(params) or len(params) != len(tokens):
         raise ValueError(f"one parameter count and token count per model: {params}, {tokens}")
     lo, hi = (seeds, seeds) if isinstance(seeds, int) else seeds
     if not 1 <= lo <= hi:
         raise ValueError(f"seeds must be at least 1 (fewest <= most), got {seeds}")
     n = len(params)
+    if min(params) <= 0:
+        raise ValueError(f"parameter counts must be positive, got {params}")
     per = f"{lo}" if lo == hi else f"{lo}–{hi}"
+    ratio = [t / p for t, p in zip(tokens, params, strict=True)]
+    few, many = f"{min(ratio):.3g}", f"{max(ratio):.3g}"
     return (
         f"{n} model{'s' if n > 1 else ''} ({per} seed{'s' if hi > 1 else ''} each), "
-        f"{_span(params)} parameters, {_span(tokens)} tokens each"
+        f"{_span(params)} parameters, {_span(tokens)} tokens each, "
+        f"{few if few == many else f'{few}–{many}'} tokens per parameter"
     )
 
 

@@ -26,7 +26,7 @@ from geolib.config import stage_params
 from geolib.measure import validate as check
 from geolib.measure.geometry import ID_LOSS
 from geolib.measure.stats import count_excluding, entropy_of_counts, proportion_ci, within_groups
-from geolib.report.claims import AFTER_DATA, Claim, history, scale_of_runs
+from geolib.report.claims import PROSPECTIVE, Claim, history, scale_of_runs
 from geolib.report.markup import words
 from geolib.report.rules import (
     Learners,
@@ -39,6 +39,15 @@ from geolib.report.rules import (
     learners,
     robustness,
     rule_from_params,
+)
+from geolib.report.settled_premise import (
+    PremiseSpec,
+    WPremise,
+    premise_words,
+    premised_row,
+    read_study,
+    tokens_per_param,
+    w_premise,
 )
 
 #: the sweep's factors, as :data:`geolib.models.grid.FACTORS` names them (a test keeps them
@@ -84,11 +93,16 @@ class SweepSetup:
         steps = ", ".join(
             f"{b}: {base['token_budget'] // (b * base['seq_len'])}" for b in levels["batch_size"]
         )
+        scaling = base.get("lr_scaling")
+        lr = f"peak learning rate {levels['lr']}"
+        if scaling and scaling["exponent"]:
+            ref = scaling["reference_batch"]
+            lr += f" at batch {ref}, times (batch / {ref})^{scaling['exponent']:g}"
         return (
             f"**This run's grid.** {len(models)} models. Sizes {sizes}; vocabulary "
             f"{models['vocab_size'].iloc[0]}. Batch sizes {levels['batch_size']} sequences of "
-            f"{base['seq_len']} tokens; weight decay {levels['weight_decay']}; peak learning rate "
-            f"{levels['lr']}; annealed to {levels['final_lr_ratio']} of the peak; "
+            f"{base['seq_len']} tokens; weight decay {levels['weight_decay']}; {lr}; annealed to "
+            f"{levels['final_lr_ratio']} of the peak; "
             f"{base['token_budget']:,} tokens per model, so steps by batch size {steps}. Centre "
             f"{sweep['center']}, varied {sweep['vary']}; seed replicates "
             f"{sweep['replicate_seeds']}."
@@ -346,6 +360,7 @@ class SweepSection:
     unigram_counts: Path
     min_learned_per_size: int
     learned_margin: float
+    w_premise: PremiseSpec
 
     @classmethod
     def from_params(
@@ -377,6 +392,15 @@ class SweepSection:
         sweep's)."""
         return SweepTables.load(self.models_table.parent, list(points))
 
+    def chapter_tables(self, points: Sequence[str]) -> dict[str, Any]:
+        """The fields of :class:`ChapterTables`: the sweep's tables, the unigram entropy, the
+        study's settling table."""
+        return {
+            "sweep": self.load_sweep(points),
+            "unigram_entropy": unigram_entropy(self.unigram_counts),
+            "study": read_study(self.w_premise),
+        }
+
     @staticmethod
     def fields_from(
         section: Mapping[str, Any],
@@ -406,7 +430,7 @@ class SweepSection:
         check.scalar(
             f"{where}.v2.premise_min_sd_ratio", v2["premise_min_sd_ratio"], low=0, strict=True
         )
-        for k in ("unigram_counts", "min_learned_per_size"):
+        for k in ("unigram_counts", "min_learned_per_size", "w_premise"):
             if k not in v3:
                 raise ValueError(f"{where}.sweep_v3: missing key {k!r}")
         level = check.scalar(f"{where}.ci_level", section["ci_level"])
@@ -426,6 +450,7 @@ class SweepSection:
             "learned_margin": check.scalar(
                 "verdicts.learned_margin", verdicts["learned_margin"], low=0
             ),
+            "w_premise": PremiseSpec.from_params(v3["w_premise"]),
         }
 
 
@@ -498,10 +523,18 @@ def learned_models(models: pd.DataFrame, entropy: float, margin: float) -> Learn
 @dataclass(frozen=True)
 class ChapterTables:
     """The sweep's tables as a chapter reads them, with the unigram entropy of the training
-    split (the bar a model must beat to have learned); a chapter's subclass adds its own."""
+    split (the bar a model must beat to have learned) and the training-length study's settling
+    table (``study``: the premise that W settled); a chapter's subclass adds its own."""
 
     sweep: SweepTables
     unigram_entropy: float
+    study: pd.DataFrame
+
+
+def settled(tables: ChapterTables, section: SweepSection) -> WPremise:
+    """The premise of every sweep row, at the sweep's tokens per parameter of each size
+    (:mod:`geolib.report.settled_premise`)."""
+    return w_premise(tables.study, section.w_premise, tokens_per_param(tables.sweep.models))
 
 
 def learned(tables: ChapterTables, section: SweepSection) -> Learners:
@@ -700,6 +733,8 @@ def sweep_claim(
     spec: Mapping[str, Any],
     tables: SweepTables,
     who: Learners,
+    premise: WPremise,
+    paper_scale: str,
     counts: str,
     alternatives: Mapping[str, str],
     anchor: str,
@@ -708,28 +743,33 @@ def sweep_claim(
     extra: str = "",
     post_hoc: str = "",
 ) -> Claim:
-    """A sweep chapter's row of ``claim``: v3's ``decision`` and whether it survives each
-    declared alternative, with v1's checks and v2's status beside it and why v3 differs
-    (``spec``: the claim's v3 mapping), decided after seeing data. Its detail: v3's checks,
-    ``extra`` words, who learned (``who``), the ``counts`` of intervals that exclude their estimate
-    (:func:`excluding_words`) and v1's checks."""
+    """A sweep chapter's row of ``claim``: v3's ``decision`` after the premise that W left its
+    random start and settled (``premise``: :func:`geolib.report.settled_premise.premised_row`)
+    and whether it survives each declared alternative, with v1's checks and v2's status beside
+    it and why v3 differs (``spec``: the claim's v3 mapping). The v3 rules and the premise were
+    committed before the sweep's runs at this design: prospective. Its detail: v3's checks,
+    ``extra`` words, the premise, who learned (``who``), the ``counts`` of intervals that
+    exclude their estimate (:func:`excluding_words`) and v1's checks. Its scale states the
+    paper's (``paper_scale``) beside ours."""
     v1_status, _, v1_detail = v1.summary(claim)
+    status, key, alts = premised_row(premise, decision.status, decision.key_number, alternatives)
     return Claim(
         claim,
-        decision.status,
-        decision.key_number,
+        status,
+        key,
         chapter,
-        f"v3: {decision.words()}.{extra} {learned_text(who)}. {counts}. v1: {v1_detail}",
+        f"v3: {decision.words()}.{extra} {premise_words(premise)}. {learned_text(who)}. "
+        f"{counts}. v1: {v1_detail}",
         anchor=anchor,
         rule=rule,
         unit=unit,
-        robust=robustness(decision.status, alternatives),
+        robust=robustness(status, alts),
         post_hoc=post_hoc,
         rule_v1=v1_status,
         rule_v2=v2,
         revision=words(spec["revision"]),
-        scale=scale_of_runs(tables.scale_runs()),
-        decided=AFTER_DATA,
+        scale=f"{scale_of_runs(tables.scale_runs())}; {paper_scale}",
+        decided=PROSPECTIVE,
     )
 
 

@@ -28,7 +28,7 @@ def test_geometry_of_a_known_cloud():
 def test_flatten_measures_makes_one_row():
     measures = {
         "name": "S-b8-wd0-lr0.001-f0.1-s0",
-        "point": {"size": "S", "batch_size": 8},
+        "point": {"size": "S", "batch_size": 8, "lr": 0.001},
         "steps": 512,
         "tokens": 1,
         "params": 2,
@@ -45,6 +45,9 @@ def test_flatten_measures_makes_one_row():
     assert row["w_erank"] == 5.0 and row["w_all_erank"] == 4.0 and row["h_erank"] == 3.0
     assert row["loss_id_test"] == 5.0 and row["loss_id_test_ci_high"] == 5.1
     assert row["size"] == "S" and row["seconds"] == 12.0
+    # tokens per parameter (all parameters); the named lr where no scaled one was recorded
+    assert row["tokens_per_param"] == 0.5 and row["peak_lr"] == 0.001
+    assert flatten_measures({**measures, "peak_lr": 0.002})["peak_lr"] == 0.002
     assert not any(k.startswith("init_w") for k in row)  # measured before init_w existed
     row = flatten_measures({**measures, "init_w": {"erank": 9.0}})
     assert row["init_w_erank"] == 9.0 and not any(k.startswith("w_init") for k in row)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from geolib.measure.settling import settling
+from geolib.measure.settling import settling, turn_at
 
 X = 0.25 * 2.0 ** np.arange(8)  # 0.25 … 32 tokens per parameter
 
@@ -77,3 +77,18 @@ def test_bad_input(x, values, match):
 def test_min_doublings_must_be_positive():
     with pytest.raises(ValueError, match="min_doublings"):
         settling(X, np.ones((2, 8)), min_doublings=0)
+
+
+def test_the_turn_is_the_lowest_mean_once_it_has_risen_beyond_the_seed_sd():
+    # W's rank: falls from 30 to its lowest at the 4th checkpoint, then climbs 3 seed sds
+    curve = np.array([30.0, 24, 19, 17, 18, 19, 19.5, 20])
+    assert turn_at(settling(X, seeds(curve))) == X[3] == 2.0
+    # still falling at the end: no turn within the run
+    falling = np.array([30.0, 25, 21, 18, 16, 15, 14.5, 14])
+    assert np.isnan(turn_at(settling(X, seeds(falling))))
+    # a rise within the seed noise is no turn
+    flat = np.array([30.0, 24, 19, 17, 17.2, 17.5, 17.6, 17.9])
+    assert np.isnan(turn_at(settling(X, seeds(flat))))
+    # invariant to the seeds' order and to a shift of the quantity
+    s = seeds(curve)[::-1] + 100.0
+    assert turn_at(settling(X, s)) == 2.0

@@ -10,6 +10,7 @@ import yaml
 from geolib.config import load_params
 from geolib.models import grid
 from geolib.models.grid import (
+    LrScaling,
     Point,
     cells,
     check_cells_listed,
@@ -89,7 +90,7 @@ def test_repository_grid_is_listed_and_large_enough():
     ≥ 3 seeds of a replicated point."""
     names = check_points_listed(PARAMS["sweep"])
     assert len(names) >= 24 + 2
-    seeds = [Point.from_name(n) for n in names if n.startswith("S-b32-wd2-lr0.004-f0.1-")]
+    seeds = [Point.from_name(n) for n in names if n.startswith("S-b32-wd0.1-lr0.004-f0.1-")]
     assert sorted(p.seed for p in seeds) == [0, 1, 2]
 
 
@@ -106,10 +107,12 @@ def test_point_config_matches_tokens_and_factors():
     base = PARAMS["sweep"]["base"]
     assert cfg.total_steps == base["token_budget"] // (128 * base["seq_len"])
     assert cfg.total_steps * cfg.tokens_per_step <= base["token_budget"]
+    # the named lr holds at the reference batch 32; batch 128 gets sqrt(4) = 2 times it
+    assert base["lr_scaling"] == {"reference_batch": 32, "exponent": 0.5}
     assert (cfg.batch_size, cfg.weight_decay, cfg.lr, cfg.min_lr_ratio, cfg.seed) == (
         128,
         2.0,
-        0.004,
+        pytest.approx(0.008),
         0.01,
         1,
     )
@@ -127,9 +130,30 @@ def test_decay_exponent_is_the_sum_of_lr_times_wd():
         2.0 * sum(lr_at(t, cfg) for t in range(1, cfg.total_steps + 1))
     )
     constant = cfg.__class__(**{**cfg.to_dict(), "schedule": "constant", "warmup_steps": 0})
-    assert decay_exponent(constant) == pytest.approx(2.0 * 0.004 * cfg.total_steps)
+    assert decay_exponent(constant) == pytest.approx(2.0 * 0.008 * cfg.total_steps)
     no_wd = point_config(PARAMS, Point.from_name("S-b8-wd0-lr0.001-f0.1-s0"))
     assert decay_exponent(no_wd) == 0.0
+
+
+def test_lr_scaling_follows_the_batch_and_refuses_bad_settings():
+    sqrt = LrScaling(32, 0.5)
+    assert sqrt.peak_lr(0.004, 32) == 0.004
+    assert sqrt.peak_lr(0.004, 8) == pytest.approx(0.002)
+    assert sqrt.peak_lr(0.004, 128) == pytest.approx(0.008)
+    assert LrScaling.from_params(None).peak_lr(0.004, 128) == 0.004  # absent: none
+    assert LrScaling(32, 1.0).peak_lr(0.001, 64) == pytest.approx(0.002)  # linear
+    with pytest.raises(KeyError, match="unknown key"):
+        LrScaling.from_params({"reference_batch": 32, "exponent": 0.5, "power": 1})
+    with pytest.raises(ValueError, match="exponent"):
+        LrScaling.from_params({"reference_batch": 32, "exponent": 2.0})
+    with pytest.raises(ValueError, match="reference_batch"):
+        LrScaling.from_params({"reference_batch": 0, "exponent": 0.5})
+    # a sweep point trains at the scaled rate; without the key, at the named one
+    params = {**PARAMS, "sweep": {**PARAMS["sweep"], "base": dict(PARAMS["sweep"]["base"])}}
+    point = Point.from_name("S-b8-wd0.1-lr0.004-f0.1-s0")
+    assert point_config(params, point).lr == pytest.approx(0.002)
+    del params["sweep"]["base"]["lr_scaling"]
+    assert point_config(params, point).lr == 0.004
 
 
 def test_threads_split_the_cores():
@@ -140,14 +164,14 @@ def test_threads_split_the_cores():
 
 
 def test_a_batch_too_large_for_the_budget_is_refused_when_the_parameters_are_read():
-    """A profile adding batch 4096 (2 steps at the default budget) fails at check_grid, naming
+    """A profile adding batch 16384 (1 step at the default budget) fails at check_grid, naming
     the point, before any stage runs; the repository's grid passes."""
     assert len(check_grid(PARAMS)) == len(PARAMS["sweep"]["points"])
     params = copy.deepcopy(PARAMS)
-    params["sweep"]["factorial"]["batch_size"].append(4096)
+    params["sweep"]["factorial"]["batch_size"].append(16384)
     params["sweep"]["points"] = [p.name for p in expand(params["sweep"])]
     params["sweep"]["cells"] = list(cells(params["sweep"]["points"]))
-    with pytest.raises(ValueError, match=r"S-b4096-.*only 1 steps"):
+    with pytest.raises(ValueError, match=r"S-b16384-.*only 1 steps"):
         check_grid(params)
 
 

@@ -89,11 +89,15 @@ def test_an_empirical_row_without_its_scale_is_refused_but_a_math_check_needs_no
 def test_scale_text_states_models_sizes_tokens_and_seeds():
     assert (
         scale_text([1_812_000, 1_790_000, 1_650_000], [2_097_152] * 3, 3)
-        == "3 models (3 seeds each), 1.65M–1.81M parameters, 2.1M tokens each"
+        == "3 models (3 seeds each), 1.65M–1.81M parameters, 2.1M tokens each, "
+        "1.16–1.27 tokens per parameter"
     )
     assert (
-        scale_text([900], [262_144], 1) == "1 model (1 seed each), 900 parameters, 262k tokens each"
+        scale_text([900], [262_144], 1)
+        == "1 model (1 seed each), 900 parameters, 262k tokens each, 291 tokens per parameter"
     )
+    with pytest.raises(ValueError, match="positive"):
+        scale_text([0], [3], 1)
     with pytest.raises(ValueError, match="one parameter count"):
         scale_text([1, 2], [3], 1)
     with pytest.raises(ValueError, match="seeds"):
@@ -101,7 +105,10 @@ def test_scale_text_states_models_sizes_tokens_and_seeds():
     with pytest.raises(ValueError, match="seeds"):
         scale_text([1], [3], (3, 1))
     two = scale_text([1e6, 2e6], [5e5, 5e5], (1, 3))
-    assert two == "2 models (1–3 seeds each), 1M–2M parameters, 500k tokens each"
+    assert two == (
+        "2 models (1–3 seeds each), 1M–2M parameters, 500k tokens each, "
+        "0.25–0.5 tokens per parameter"
+    )
 
 
 def test_scale_of_runs_counts_seeds_per_family_and_names_hub_checkpoints():
@@ -110,7 +117,10 @@ def test_scale_of_runs_counts_seeds_per_family_and_names_hub_checkpoints():
         for f, p in (("pythia", 1_800_000), ("bert", 1_500_000))
         for s in (0, 1, 2)
     }
-    assert scale_of_runs(runs) == "6 models (3 seeds each), 1.5M–1.8M parameters, 2.1M tokens each"
+    assert scale_of_runs(runs) == (
+        "6 models (3 seeds each), 1.5M–1.8M parameters, 2.1M tokens each, "
+        "1.17–1.4 tokens per parameter"
+    )
     hub = {"EleutherAI/pythia-70m": {"family": "x", "seed": None, "params": None, "tokens": None}}
     assert scale_of_runs({**runs, **hub}).endswith("; released checkpoints EleutherAI/pythia-70m")
     assert scale_of_runs(hub) == "released checkpoints EleutherAI/pythia-70m"

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from geolib.models.grid import FACTORS as GRID_FACTORS
-from geolib.report.claims import AFTER_DATA, Claim
+from geolib.report.claims import AFTER_DATA, PROSPECTIVE, Claim
 from geolib.report.outputs import section_of
 from geolib.report.rules import (
     INCONCLUSIVE,
@@ -23,6 +23,7 @@ from geolib.report.rules import (
     given_premise,
     rule_from_params,
 )
+from geolib.report.settled_premise import WPremise
 from geolib.report.sweep_chapters import (
     FACTORS,
     ChapterTables,
@@ -214,6 +215,16 @@ def test_a_notebook_reads_its_sections_once_and_words_the_grid(tmp_path):
         "so steps by batch size 8: 512, 128: 32. Centre {'batch_size': 8, 'seed': 0}, varied "
         "{'final_lr_ratio': [0.0]}; seed replicates [1]."
     )
+    scaled = SweepSetup(
+        setup.verdicts,
+        {
+            **SWEEP,
+            "base": {**SWEEP["base"], "lr_scaling": {"reference_batch": 32, "exponent": 0.5}},
+        },
+    )
+    assert "peak learning rate [0.004] at batch 32, times (batch / 32)^0.5; annealed" in (
+        scaled.grid_words(models)
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -270,7 +281,7 @@ def test_learned_models_and_the_premise_of_a_table_over_all_models():
     ok, why = enough_per_size(models.assign(size=["S", "S", "M"]), learned, 2)
     assert not ok and why.startswith("too few models learned: 1 in size M, 1 in size S")
     assert enough_per_size(models.assign(size=["S", "S", "M"]), learned, 1)[0]
-    tables = ChapterTables(_sweep(models=models), 6.0)
+    tables = ChapterTables(_sweep(models=models), 6.0, pd.DataFrame())
     section = SimpleNamespace(learned_margin=0.25)
     assert learned_(tables, section) == learned  # a chapter's models that learned
 
@@ -442,6 +453,8 @@ def test_a_sweep_claim_row_carries_v3_its_words_and_v1_and_v2():
         spec={"revision": " learned\n models "},
         tables=_sweep(models=models),
         who=who,
+        premise=WPremise(True, True, "S past"),
+        paper_scale="the paper: 10^3 tokens per parameter",
         counts="0 of 4 intervals in the tables exclude their estimate",
         alternatives={"known sd": REPRODUCED},
         anchor="verdict-b3",
@@ -452,7 +465,8 @@ def test_a_sweep_claim_row_carries_v3_its_words_and_v1_and_v2():
     )
     assert (row.claim_id, row.status, row.key_number) == ("B3", REPRODUCED, "share: 0.8 [0.6, 0.9]")
     assert row.detail == (
-        "v3: share: 0.8 [0.6, 0.9] → reproduced. More. every model learned (at least 0.25 nats "
+        "v3: share: 0.8 [0.6, 0.9] → reproduced. More. Premise W left its random start and "
+        "settled: holds (S past). every model learned (at least 0.25 nats "
         "below the unigram entropy). 0 of 4 intervals in the tables exclude their estimate. "
         "v1: share: 0.4 [0.3, 0.45] → not reproduced"
     )
@@ -467,6 +481,9 @@ def test_a_sweep_claim_row_carries_v3_its_words_and_v1_and_v2():
         "v3: above a half",
         "matched pairs (n = 1)",
         "the seed sd",
-        AFTER_DATA,
+        PROSPECTIVE,
     )
-    assert row.scale == "2 models (2 seeds each), 1k parameters, 5k tokens each"
+    assert row.scale == (
+        "2 models (2 seeds each), 1k parameters, 5k tokens each, 5 tokens per parameter; "
+        "the paper: 10^3 tokens per parameter"
+    )

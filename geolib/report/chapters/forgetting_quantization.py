@@ -46,7 +46,7 @@ from geolib.measure.stats import (
     partial_spearman_within,
     r_squared,
 )
-from geolib.report.claims import AFTER_DATA, Claim, scale_of_runs
+from geolib.report.claims import PROSPECTIVE, Claim, scale_of_runs
 from geolib.report.markup import words
 from geolib.report.rules import (
     Learners,
@@ -58,6 +58,14 @@ from geolib.report.rules import (
     robustness,
     rule_from_params,
     rule_with,
+)
+from geolib.report.settled_premise import (
+    PremiseSpec,
+    premise_words,
+    premised_row,
+    read_study,
+    tokens_per_param,
+    w_premise,
 )
 from geolib.report.sweep_chapters import (
     V3Terms,
@@ -129,6 +137,7 @@ class Section(V3Terms):
     n_boot: int
     ci_level: float
     seed: int
+    w_premise: PremiseSpec
 
     @classmethod
     def from_params(
@@ -184,6 +193,7 @@ class Section(V3Terms):
             n_boot=check.integer("n_boot", param_at(gp, section, "n_boot"), low=100),
             ci_level=_level("ci_level", param_at(gp, section, "ci_level")),
             seed=check.integer("seed", section.get("seed", 0), low=0),
+            w_premise=PremiseSpec.from_params(param_at(gp, section, "sweep_v3.w_premise")),
         )
 
 
@@ -211,6 +221,7 @@ class Tables:
     within: Mapping[str, pd.DataFrame]
     r2_gap: Mapping[str, pd.DataFrame]
     unigram_entropy: float
+    study: pd.DataFrame  #: the training-length study's settling table (the premise)
     #: v3's bootstraps computed so far (the notebook's tables and the verdict share them)
     cache: dict = field(default_factory=dict, init=False, compare=False, repr=False)
 
@@ -247,10 +258,11 @@ def load_tables(
     quantization_dir: str | Path,
     points: list[str],
     unigram_counts: str | Path,
+    premise: PremiseSpec,
 ) -> Tables:
     """B8's tables from the stages' folders (``forgetting.out_dir``, ``quantization.out_dir``),
-    one row per sweep point of ``points``, and the training split's token counts
-    (``sweep_v3.unigram_counts``: who learned)."""
+    one row per sweep point of ``points``, the training split's token counts
+    (``sweep_v3.unigram_counts``: who learned) and the study's table the premise reads."""
     fg, qz = Path(forgetting_dir), Path(quantization_dir)
     names = ("prediction.csv", "prediction_within_size.csv", "r2_gap.csv")
     read = {
@@ -266,6 +278,7 @@ def load_tables(
         within={fam: t[1] for fam, t in read.items()},
         r2_gap={fam: t[2] for fam, t in read.items()},
         unigram_entropy=unigram_entropy(unigram_counts),
+        study=read_study(premise),
     )
 
 
@@ -590,6 +603,8 @@ def b8(tables: Tables, section: Section) -> Claim:
     alts = {
         n: deciding_check(b8_checks(tables, section, c))[0] for n, c in section.alternatives.items()
     }
+    premise = w_premise(tables.study, section.w_premise, tokens_per_param(tables.forgetting))
+    status, key, alts = premised_row(premise, status, key, alts)
     v1, v2 = b8_v1(tables, section), b8_v2(tables, section)
     rules = [rule_from_params(section.no_prediction), rule_from_params(section.loss_beats_rank)]
 
@@ -597,7 +612,7 @@ def b8(tables: Tables, section: Section) -> Claim:
         return "; ".join(f"{w} → {v.status}" for v, w in cs)
 
     detail = (
-        f"v3: {listed(checks)}. Models: {learned_text(who)}. "
+        f"v3: {listed(checks)}. {premise_words(premise)}. Models: {learned_text(who)}. "
         f"{excluding_words(excluding(tables, section))}. v2: {listed(v2)}. v1: {listed(v1)}. "
         f"Outcomes: forgetting and the ID loss increase of {', '.join(tables.block_settings)} "
         "(blocks only, the head kept float)."
@@ -620,8 +635,8 @@ def b8(tables: Tables, section: Section) -> Claim:
         rule_v1=combine_statuses(v.status for v, _ in v1),
         rule_v2=deciding_check(v2)[0],
         revision=section.revision,
-        scale=_scale(tables, who),
-        decided=AFTER_DATA,
+        scale=f"{_scale(tables, who)}; {section.w_premise.paper_scale}",
+        decided=PROSPECTIVE,
     )
 
 

@@ -53,8 +53,8 @@ from geolib.report.sweep_chapters import (
     excluding_words,
     learned,
     premised,
+    settled,
     sweep_claim,
-    unigram_entropy,
     varies_among,
 )
 
@@ -97,9 +97,10 @@ class Tables(ChapterTables):
 
 def load_tables(section: Section, points: Sequence[str]) -> Tables:
     """Read the tables from where the analysis stage wrote them (``points``: the sweep's)."""
-    sweep = section.load_sweep(points)
-    corr = {k: pd.read_csv(sweep.folder / f"{k}_correlations.csv", index_col=0) for k in ("w", "h")}
-    return Tables(sweep, unigram_entropy(section.unigram_counts), corr["w"], corr["h"])
+    shared = section.chapter_tables(points)
+    folder = shared["sweep"].folder
+    corr = {k: pd.read_csv(folder / f"{k}_correlations.csv", index_col=0) for k in ("w", "h")}
+    return Tables(**shared, w_correlations=corr["w"], h_correlations=corr["h"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -462,6 +463,7 @@ def verdicts(tables: Tables, section: Section) -> list[Claim]:
     v1 = v1_checks(tables, section)
     v2 = v2_statuses(tables, section, v1)
     learned_ = learned(tables, section)
+    premise = settled(tables, section)
     counts = excluding_words(excluding(tables.sweep, BOOTSTRAP_TABLES))
     by_size = rank_loss_by_size(tables, section, learned_.kept)
     sizes = ", ".join(
@@ -488,6 +490,8 @@ def verdicts(tables: Tables, section: Section) -> list[Claim]:
                 spec=spec,
                 tables=tables.sweep,
                 who=learned_,
+                premise=premise,
+                paper_scale=section.w_premise.paper_scale,
                 counts=counts,
                 alternatives=alternatives(tables, section, claim),
                 anchor=ANCHORS[claim],

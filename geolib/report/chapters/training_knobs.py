@@ -44,9 +44,9 @@ from geolib.report.sweep_chapters import (
     learned,
     premised,
     seed_sd_interval,
+    settled,
     share_text,
     sweep_claim,
-    unigram_entropy,
     words,
 )
 
@@ -101,7 +101,7 @@ Tables = ChapterTables
 
 def load_tables(section: Section, points: Sequence[str]) -> Tables:
     """Read the tables from where the analysis stage wrote them (``points``: the sweep's)."""
-    return Tables(section.load_sweep(points), unigram_entropy(section.unigram_counts))
+    return Tables(**section.chapter_tables(points))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -368,6 +368,7 @@ def verdicts(tables: Tables, section: Section) -> list[Claim]:
     v1 = v1_checks(tables, section)
     v2 = v2_statuses(tables, section, v1)
     learned_ = learned(tables, section)
+    premise = settled(tables, section)
     counts = excluding_words(excluding(tables.sweep, EFFECT_TABLES))
     describe = {k: rule_from_params(section.verdict[k]).describe() for k in V1_RULES}
     rules = {
@@ -395,6 +396,8 @@ def verdicts(tables: Tables, section: Section) -> list[Claim]:
                 spec=getattr(section, key),
                 tables=tables.sweep,
                 who=learned_,
+                premise=premise,
+                paper_scale=section.w_premise.paper_scale,
                 counts=counts,
                 alternatives=alternatives(tables, section, claim),
                 anchor=ANCHORS[claim],

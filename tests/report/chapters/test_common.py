@@ -137,5 +137,6 @@ def test_a_run_opens_its_row_and_a_claim_row_carries_v3_v1_and_v2():
     )
     assert (
         row.decided == AFTER_DATA
-        and row.scale == "2 models (2 seeds each), 1k parameters, 5k tokens each"
+        and row.scale
+        == "2 models (2 seeds each), 1k parameters, 5k tokens each, 5 tokens per parameter"
     )

@@ -15,8 +15,10 @@ from scipy import stats as sps
 
 from geolib.config import load_params
 from geolib.report.chapters import forgetting_quantization as fq
-from geolib.report.claims import AFTER_DATA
+from geolib.report.claims import PROSPECTIVE
 from geolib.report.rules import INCONCLUSIVE, NOT_REPRODUCED, PARTLY, REPRODUCED
+from geolib.report.settled_premise import PremiseSpec
+from tests.report.chapters.sweep_params import study
 
 ENTROPY = 6.0  # unigram entropy of the "training tokens": a model learned below 5.75 nats
 SETTINGS = ("rtn4", "gptq4")
@@ -86,7 +88,7 @@ def good_rows():
     return {o: row for o in ["forgetting", *QCOLS]}
 
 
-def tables(frame, *, pred=None, within=None, gap=None, q=None):
+def tables(frame, *, pred=None, within=None, gap=None, q=None, settling=None):
     gap = (
         gap
         if gap is not None
@@ -102,6 +104,7 @@ def tables(frame, *, pred=None, within=None, gap=None, q=None):
         within={"forgetting": within, "quantization": within},
         r2_gap={"forgetting": gap, "quantization": gap},
         unigram_entropy=ENTROPY,
+        study=study() if settling is None else settling,
     )
 
 
@@ -188,11 +191,16 @@ def test_load_tables_reads_the_stage_folders(tmp_path):
     pd.DataFrame({"token_id": [0, 1], "token": ["a", "b"], "count": [1, 1]}).to_csv(
         tmp_path / "f.csv", index=False
     )
-    t = fq.load_tables(fg, qz, points, tmp_path / "f.csv")
+    premise = PremiseSpec(tmp_path / "settling.csv", "w_erank", {"S": "d32"}, "p")
+    with pytest.raises(FileNotFoundError, match="training_length_tables"):
+        fq.load_tables(fg, qz, points, tmp_path / "f.csv", premise)
+    study().to_csv(premise.study, index=False)
+    t = fq.load_tables(fg, qz, points, tmp_path / "f.csv", premise)
     assert t.block_settings == SETTINGS and t.unigram_entropy == pytest.approx(math.log(2))
     assert [o.column for o in t.outcomes] == ["forgetting", *QCOLS]
+    pd.testing.assert_frame_equal(t.study, study())
     with pytest.raises(ValueError, match="missing"):  # a table cut short
-        fq.load_tables(fg, qz, [*points, "S-extra-s0"], tmp_path / "f.csv")
+        fq.load_tables(fg, qz, [*points, "S-extra-s0"], tmp_path / "f.csv", premise)
 
 
 def test_tables_check_their_columns_and_models():
@@ -310,9 +318,8 @@ def test_no_model_learned_is_inconclusive_and_says_so(params):
     f = models(5).assign(loss_id_test=ENTROPY)
     row = fq.b8(tables(f), section(params))
     assert row.status == INCONCLUSIVE and row.key_number.startswith("too few models learned: 0")
-    assert row.scale == f"{len(f)} sweep models, none learned" and row.unit.endswith(
-        "(n = 0 of 14)"
-    )
+    assert row.scale.startswith(f"{len(f)} sweep models, none learned; Paper B: ")
+    assert row.unit.endswith("(n = 0 of 14)")
 
 
 def test_an_interval_that_excludes_its_estimate_is_decided_on_it_and_said_so(params):
@@ -347,6 +354,12 @@ def test_a_model_that_did_not_learn_is_left_out(params):
     both, s = tables(pd.concat([f, wild], ignore_index=True)), section(params)
     row = fq.b8(both, s)
     assert row.status == fq.b8(tables(f), s).status == REPRODUCED
+    unsettled = fq.b8(tables(f, settling=study(settled_at=None)), s)
+    assert unsettled.status == INCONCLUSIVE and "premise fails: W has not settled" in (
+        unsettled.key_number
+    )
+    assert unsettled.robust.endswith("W past its rank's turn, settling not required → reproduced")
+    assert "Premise W left its random start and settled: fails" in unsettled.detail
     assert row.unit.endswith(f"(n = {len(f)} of {len(f) + 20})") and "S-wild0" in row.detail
     # had they counted (no margin), rank would explain forgetting better than ID loss does
     everyone = dataclasses.replace(s, learned_margin=0.0)
@@ -361,7 +374,7 @@ def test_the_combined_row_partly_when_one_half_cannot_be_judged(params):
     for c in QCOLS:
         q[f"{c}_ci_low"], q[f"{c}_ci_high"] = -0.02, 0.02
     row = fq.b8(tables(f, q=q), section(params))
-    assert row.status == PARTLY and row.decided == AFTER_DATA
+    assert row.status == PARTLY and row.decided == PROSPECTIVE
     assert "rtn4 ID loss increase varies within size only 0x its noise" in row.key_number
     assert row.rule_v1 == REPRODUCED and row.rule_v2 == PARTLY  # v2: no increase above 0
     assert row.scale.startswith(f"{len(f)} models") and row.robust.startswith(("yes", "fragile"))

@@ -11,7 +11,7 @@ import pytest
 
 from geolib.config import stage_params
 from geolib.report.chapters import geometry_performance as gp
-from geolib.report.claims import AFTER_DATA
+from geolib.report.claims import PROSPECTIVE
 from geolib.report.rules import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
@@ -20,7 +20,7 @@ from geolib.report.rules import (
     REPRODUCED,
 )
 from geolib.report.sweep_chapters import SweepTables
-from tests.report.chapters.sweep_params import SHARED, rule_params
+from tests.report.chapters.sweep_params import SHARED, rule_params, study
 
 ENTROPY = 6.0  # every loss below 5.75 learned (margin 0.25)
 
@@ -96,7 +96,7 @@ def _tables(models: pd.DataFrame, *, seed_sd: float = 0.01, entropy: float = ENT
     t.setdefault("spread", pd.DataFrame({"seed_sd": seed_sd, "ratio": 5.0}, index=outcomes))
     sweep = SweepTables(**{f.name: t.get(f.name) for f in fields(SweepTables)} | {"models": models})
     sweep = replace(sweep, spread=t["spread"])
-    return gp.Tables(sweep, entropy, pd.DataFrame(), pd.DataFrame())
+    return gp.Tables(sweep, entropy, t.get("study", study()), pd.DataFrame(), pd.DataFrame())
 
 
 def _within_r(x, y, size) -> float:
@@ -351,7 +351,7 @@ def test_verdicts_rows_keep_v1_and_v2_beside_v3():
     assert list(rows) == ["B1", "B2", "B7"]
     b1 = rows["B1"]
     assert (b1.rule_v1, b1.rule_v2) == (REPRODUCED, NOT_REPRODUCED)
-    assert b1.decided == AFTER_DATA and b1.revision == "the sign" and b1.anchor == "verdict-b1"
+    assert b1.decided == PROSPECTIVE and b1.revision == "the sign" and b1.anchor == "verdict-b1"
     assert b1.unit == "trained models that learned (120 of 120), size held fixed"
     assert "Spearman ρ(erank W, ID test loss) per size: M " in b1.detail
     excluded = (
@@ -367,6 +367,24 @@ def test_verdicts_rows_keep_v1_and_v2_beside_v3():
     assert rows["B2"].robust == "fragile: over all models (v2) → not reproduced"
     no_width = gp.alternatives(_tables(models.drop(columns="w_erank_per_width")), SEC, "B1")
     assert no_width == {"rank / width over all models": NOT_RUN}
+
+
+def test_every_row_is_inconclusive_where_w_has_not_settled_and_shows_the_turn_alone():
+    models = _b7_models(60).assign(w_erank_per_width=lambda t: t.w_erank / 64)
+    t = _tables(models, **_v1_v2_tables(), study=study(settled_at=None))
+    rows = {c.claim_id: c for c in gp.verdicts(t, SEC)}
+    b2 = rows["B2"]  # reproduced where the premise holds (above)
+    assert b2.status == INCONCLUSIVE
+    assert b2.key_number.endswith("(premise fails: W has not settled)")
+    assert b2.robust == "fragile: W past its rank's turn, settling not required → reproduced"
+    assert "Premise W left its random start and settled: fails (M at 2.5 tokens per" in b2.detail
+    assert all(r.status == INCONCLUSIVE for r in rows.values())
+    assert b2.scale.endswith("; the paper: 10^3 tokens per parameter")
+    # before the turn: the alternative is inconclusive too
+    early = _tables(models, **_v1_v2_tables(), study=study(settled_at=None, turn_at=10.0))
+    b2 = {c.claim_id: c for c in gp.verdicts(early, SEC)}["B2"]
+    assert b2.key_number.endswith("(premise fails: W has not left its random start)")
+    assert b2.robust == "yes"
 
 
 def test_the_committed_section_parses_and_bad_sections_are_named():

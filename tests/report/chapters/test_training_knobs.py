@@ -13,10 +13,10 @@ from scipy import stats
 
 from geolib.config import stage_params
 from geolib.report.chapters import training_knobs as tk
-from geolib.report.claims import AFTER_DATA
+from geolib.report.claims import PROSPECTIVE
 from geolib.report.rules import INCONCLUSIVE, NOT_REPRODUCED, NOT_RUN, PARTLY, REPRODUCED
 from geolib.report.sweep_chapters import SweepTables
-from tests.report.chapters.sweep_params import SHARED, rule_params
+from tests.report.chapters.sweep_params import SHARED, rule_params, study
 
 SIDES = {"seed sd treated as known": {"seed_sd": "known"}, "sigma^2": {"quantity": "w_erank_sq"}}
 SECTION = {
@@ -143,7 +143,8 @@ def _tables(
         "u_shape": cells,
         "init_moves": moves,
     }
-    return tk.Tables(SweepTables(**{f.name: t.get(f.name) for f in fields(SweepTables)}), ENTROPY)
+    sweep = SweepTables(**{f.name: t.get(f.name) for f in fields(SweepTables)})
+    return tk.Tables(sweep, ENTROPY, t.get("study", study()))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -242,7 +243,7 @@ def test_verdicts_rows_keep_v1_and_v2_beside_v3():
     # v1: both halves reproduced; v2: the rank half after its premise, the U half as v1; v3:
     # both halves after the premise
     assert (b3.rule_v1, b3.rule_v2, b3.status) == (REPRODUCED, PARTLY, INCONCLUSIVE)
-    assert b3.decided == AFTER_DATA and b3.revision == "premise for both halves"
+    assert b3.decided == PROSPECTIVE and b3.revision == "premise for both halves"
     assert b3.unit == "matched pairs of trained models (n = 8); cells of three batch sizes (n = 8)"
     assert b3.post_hoc == "the sd's own uncertainty since v2"
     assert (
