@@ -21,8 +21,9 @@ The row's ``ran`` says whether DVC ran the stage's command (``Running stage`` on
 skipped it (unchanged, or restored from its run cache): the book's compute tables
 (``geolib.report.compute``) count only the runs that computed something.
 
-Stages given as patterns (``fnmatch``, e.g. ``'sweep_train@*'``) run the same way but must be
-independent of one another, their upstream up to date (``--single-item`` does not look upstream).
+Stages given as patterns (``fnmatch``, e.g. ``'sweep_train@*'``) run the same way, each once
+every stage among them upstream of it (at any distance, in DVC's graph) has finished; their
+upstream outside the patterns must be up to date (``--single-item`` does not look upstream).
 
 Each lane's processes see ``OMP_NUM_THREADS`` = cores ÷ lanes and ``GEOLIB_JOBS`` = lanes
 (oversubscribed OpenMP threads busy-wait and ruin every job's throughput). DVC allows running
@@ -151,6 +152,21 @@ def to_run(upstream: Mapping[str, set[str]], changed: set[str]) -> set[str]:
         if n not in out:
             out.add(n)
             todo += downstream[n]
+    return out
+
+
+def waits_among(upstream: Mapping[str, set[str]], names: list[str]) -> dict[str, set[str]]:
+    """For each of ``names``, the others upstream of it at any distance (through stages not in
+    ``names`` too): what it must wait for when only ``names`` run."""
+    chosen, out = set(names), {}
+    for name in names:
+        seen, todo = set(), list(upstream.get(name, ()))
+        while todo:
+            u = todo.pop()
+            if u not in seen:
+                seen.add(u)
+                todo += upstream.get(u, ())
+        out[name] = seen & chosen
     return out
 
 
@@ -389,7 +405,10 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(names))
         return 0
     t0 = time.perf_counter()
-    return summary(run(names, args.lanes, force=args.force, log=args.log), args.lanes, t0)
+    waits = waits_among(pipeline_graph()[1], names)
+    return summary(
+        run(names, args.lanes, force=args.force, waits=waits, log=args.log), args.lanes, t0
+    )
 
 
 if __name__ == "__main__":

@@ -890,6 +890,20 @@ def test_lanes_start_a_stage_only_after_its_upstream_and_in_priority_order(tmp_p
         lanes.run(["x"], lanes=2, root=tmp_path, waits={"x": {"nope"}})
 
 
+def test_lanes_given_stages_wait_for_those_upstream_of_them_at_any_distance():
+    lanes = _load_script("lanes")
+    # a -> b -> c, and d alone; e's upstream is not listed at all
+    upstream = {"a": set(), "b": {"a"}, "c": {"b"}, "d": set(), "e": {"x"}, "x": set()}
+    assert lanes.waits_among(upstream, ["c", "a", "d", "e"]) == {
+        "c": {"a"},  # through b, which is not run
+        "a": set(),
+        "d": set(),
+        "e": set(),
+    }
+    assert lanes.waits_among(upstream, ["b", "c"]) == {"b": set(), "c": {"b"}}
+    assert lanes.waits_among({}, ["z"]) == {"z": set()}
+
+
 def test_lanes_run_the_changed_stages_and_everything_downstream():
     lanes = _load_script("lanes")
     upstream = {
