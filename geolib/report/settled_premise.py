@@ -31,6 +31,12 @@ from geolib.report.rules import INCONCLUSIVE, NOT_RUN
 
 #: the declared alternative every sweep row shows: the premise without its second part
 PAST_TURN_ONLY = "W past its rank's turn, settling not required"
+#: what every sweep row's rule says of this premise, after the rule itself
+RULE_WORDS = (
+    "before any of it, the premise that W has left its random start and settled (past the turn "
+    "of its effective rank and settled there, in the training-length study, at the sweep's "
+    "tokens per parameter)"
+)
 #: the columns of the study's ``settling.csv`` the premise reads
 STUDY_COLUMNS = ("size", "quantity", "settled", "settled_at", "turn_at", "reason")
 

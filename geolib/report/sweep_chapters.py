@@ -40,6 +40,7 @@ from geolib.report.rules import (
     robustness,
     rule_from_params,
 )
+from geolib.report.settled_premise import RULE_WORDS as PREMISE_RULE
 from geolib.report.settled_premise import (
     PremiseSpec,
     WPremise,
@@ -761,7 +762,7 @@ def sweep_claim(
         f"v3: {decision.words()}.{extra} {premise_words(premise)}. {learned_text(who)}. "
         f"{counts}. v1: {v1_detail}",
         anchor=anchor,
-        rule=rule,
+        rule=f"{rule}; {PREMISE_RULE}",
         unit=unit,
         robust=robustness(status, alts),
         post_hoc=post_hoc,

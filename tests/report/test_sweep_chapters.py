@@ -23,6 +23,7 @@ from geolib.report.rules import (
     given_premise,
     rule_from_params,
 )
+from geolib.report.settled_premise import RULE_WORDS as PREMISE_RULE
 from geolib.report.settled_premise import WPremise
 from geolib.report.sweep_chapters import (
     FACTORS,
@@ -478,7 +479,7 @@ def test_a_sweep_claim_row_carries_v3_its_words_and_v1_and_v2():
     )
     assert (row.anchor, row.rule, row.unit, row.post_hoc, row.decided) == (
         "verdict-b3",
-        "v3: above a half",
+        f"v3: above a half; {PREMISE_RULE}",
         "matched pairs (n = 1)",
         "the seed sd",
         PROSPECTIVE,

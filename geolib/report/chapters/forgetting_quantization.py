@@ -59,6 +59,7 @@ from geolib.report.rules import (
     rule_from_params,
     rule_with,
 )
+from geolib.report.settled_premise import RULE_WORDS as PREMISE_RULE
 from geolib.report.settled_premise import (
     PremiseSpec,
     premise_words,
@@ -628,7 +629,7 @@ def b8(tables: Tables, section: Section) -> Claim:
             "v3, per outcome over the models that learned, size held fixed. Premise: the outcome "
             f"varies at least {section.premise_min_sd_ratio:g}x its noise (the larger of its "
             f"seed sd and one model's measurement error). (1) {rules[0].describe()} "
-            f"(2) {rules[1].describe()}"
+            f"(2) {rules[1].describe()}; {PREMISE_RULE}"
         ),
         unit=f"trained models that learned (n = {len(who.kept)} of {len(tables.forgetting)})",
         robust=robustness(status, alts),

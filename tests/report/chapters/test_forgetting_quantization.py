@@ -17,6 +17,7 @@ from geolib.config import load_params
 from geolib.report.chapters import forgetting_quantization as fq
 from geolib.report.claims import PROSPECTIVE
 from geolib.report.rules import INCONCLUSIVE, NOT_REPRODUCED, PARTLY, REPRODUCED
+from geolib.report.settled_premise import RULE_WORDS as PREMISE_RULE
 from geolib.report.settled_premise import PremiseSpec
 from tests.report.chapters.sweep_params import study
 
@@ -360,6 +361,7 @@ def test_a_model_that_did_not_learn_is_left_out(params):
     )
     assert unsettled.robust.endswith("W past its rank's turn, settling not required → reproduced")
     assert "Premise W left its random start and settled: fails" in unsettled.detail
+    assert unsettled.rule.endswith(f"; {PREMISE_RULE}")
     assert row.unit.endswith(f"(n = {len(f)} of {len(f) + 20})") and "S-wild0" in row.detail
     # had they counted (no margin), rank would explain forgetting better than ID loss does
     everyone = dataclasses.replace(s, learned_margin=0.0)
