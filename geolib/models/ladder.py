@@ -9,6 +9,11 @@ windows the claims are stated in (the early phase up to step 512, T frozen at st
 checkpoints the measurements read) mean the same on every rung. The centre rung is the default
 run with its seed replicates (``scale.centre_runs``); it is not retrained here.
 
+Each rung is trained with the default seed (``common.seed``) under its bare name (``xs``) and
+again with every seed of ``scale.seeds`` as ``<rung>-s<seed>`` (``xs-s1``): only ``seed``
+changes (initialisation, batch order, validation draw), so the trend's unit, the trained model,
+has replicates at every size and not at the centre alone.
+
     python -m geolib.models.ladder names        # the rungs of section `scale`
     python -m geolib.models.ladder train NAME   # stage ladder_train@NAME
 
@@ -18,6 +23,7 @@ the token (and position) embedding tables and an untied unembedding.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -32,11 +38,14 @@ from geolib.models.train import TrainConfig, named_runs_main, params_to_config
 
 #: the shape fields a rung may set; anything else stays the family's default
 SHAPE = ("d_model", "n_layers", "n_heads", "d_ff")
+_SEEDED = re.compile(r"^(?P<rung>.+)-s(?P<seed>\d+)$")
 
 
-def names(scale: Mapping[str, Any]) -> list[str]:
-    """The rungs of section ``scale``, in the order of ``scale.rungs``; a rung that sets a field
-    other than :data:`SHAPE` (or none) is an error."""
+def names(scale: Mapping[str, Any], default_seed: int = 0) -> list[str]:
+    """The trained models of section ``scale``, rung by rung in the order of ``scale.rungs``:
+    the rung's bare name (seed ``default_seed``), then ``<rung>-s<seed>`` for each of
+    ``scale.seeds``. A rung that sets a field other than :data:`SHAPE` (or none), a rung name
+    that reads as seeded, or a seed repeated or equal to ``default_seed`` is an error."""
     rungs = scale.get("rungs") or {}
     if not isinstance(rungs, Mapping) or not rungs:
         raise ValueError("scale.rungs must map each rung's name to its shape")
@@ -44,29 +53,51 @@ def names(scale: Mapping[str, Any]) -> list[str]:
         extra = sorted(set(shape or {}) - set(SHAPE))
         if not shape or extra:
             raise ValueError(f"scale.rungs.{name} may set only {SHAPE}, got {dict(shape or {})}")
-    return [str(n) for n in rungs]
+        if _SEEDED.match(str(name)):
+            raise ValueError(f"scale.rungs.{name}: a rung's name may not end in -s<seed>")
+    seeds = scale.get("seeds") or []
+    if not isinstance(seeds, list) or not all(isinstance(s, int) for s in seeds):
+        raise ValueError(f"scale.seeds must be a list of integer seeds, got {seeds!r}")
+    if len(set(seeds)) != len(seeds) or default_seed in seeds:
+        raise ValueError(
+            f"scale.seeds must be distinct and differ from the default seed {default_seed} "
+            f"(each rung's bare name), got {seeds}"
+        )
+    return [n for r in rungs for n in (str(r), *(f"{r}-s{s}" for s in seeds))]
+
+
+def parse(name: str) -> tuple[str, int | None]:
+    """``(rung, seed)`` of a trained model's name; ``seed`` is ``None`` for the bare name (the
+    default seed)."""
+    m = _SEEDED.match(name)
+    return (m["rung"], int(m["seed"])) if m else (name, None)
 
 
 def check_listed(params: Mapping[str, Any]) -> list[str]:
-    """The rungs' names; error if ``scale.names`` (the DVC foreach list) differs."""
-    expected = names(params["scale"])
+    """The trained models' names; error if ``scale.names`` (the DVC foreach list) differs."""
+    expected = names(params["scale"], int(params.get("common", {}).get("seed", 0)))
     if list(params["scale"].get("names") or []) != expected:
         raise ValueError(
-            f"scale.names must list the rungs of scale.rungs in order: {expected} (python -m "
-            "geolib.models.ladder names)"
+            f"scale.names must list the rungs of scale.rungs, each followed by its scale.seeds, "
+            f"in order: {expected} (python -m geolib.models.ladder names)"
         )
     return expected
 
 
 def rung(params_path: str | Path, name: str) -> tuple[TrainConfig, Path]:
-    """The configuration and run folder of rung ``name``: ``train_<family>`` with its shape."""
+    """The configuration and run folder of ``name`` (a rung, or ``<rung>-s<seed>``):
+    ``train_<family>`` with the rung's shape, and the seed where the name gives one."""
     params = load_params(params_path)
     if name not in check_listed(params):
         raise ValueError(f"{name!r} is not a rung of scale.rungs: {names(params['scale'])}")
     scale = params["scale"]
+    base, seed = parse(name)
     cfg = params_to_config(params_path, f"train_{scale['family']}", base="train")
-    shape = {k: int(v) for k, v in scale["rungs"][name].items()}
-    return replace(cfg, model=replace(cfg.model, **shape)), Path(scale["run_root"]) / name
+    shape = {k: int(v) for k, v in scale["rungs"][base].items()}
+    cfg = replace(cfg, model=replace(cfg.model, **shape))
+    if seed is not None:
+        cfg = replace(cfg, seed=seed)
+    return cfg, Path(scale["run_root"]) / name
 
 
 def non_embedding_params(model: nn.Module) -> int:

@@ -36,12 +36,60 @@ def test_bad_rungs_are_refused(rungs):
         ladder.names({"rungs": rungs})
 
 
-def test_listed_names_must_equal_the_rungs():
+def test_listed_names_must_equal_the_rungs_each_with_its_seeds():
     params = copy.deepcopy(PARAMS)
-    assert ladder.check_listed(params) == list(params["scale"]["rungs"])
+    seeds = params["scale"]["seeds"]
+    assert seeds, "the ladder declares seeds beyond the default"
+    expected = [n for r in params["scale"]["rungs"] for n in [r, *(f"{r}-s{s}" for s in seeds)]]
+    assert ladder.check_listed(params) == expected
     params["scale"]["names"] = list(reversed(params["scale"]["names"]))
     with pytest.raises(ValueError, match="scale.names must list"):
         ladder.check_listed(params)
+
+
+def test_names_put_each_rungs_seeds_after_it_and_parse_back():
+    scale = {"rungs": {"a": {"d_model": 8}, "b": {"d_model": 16}}, "seeds": [3, 1]}
+    got = ladder.names(scale)
+    assert got == ["a", "a-s3", "a-s1", "b", "b-s3", "b-s1"]
+    assert [ladder.parse(n) for n in got] == [
+        ("a", None),
+        ("a", 3),
+        ("a", 1),
+        ("b", None),
+        ("b", 3),
+        ("b", 1),
+    ]
+    assert ladder.names({"rungs": scale["rungs"]}) == ["a", "b"]  # no seeds: one model a rung
+
+
+@pytest.mark.parametrize(
+    "seeds, default, match",
+    [
+        ([1, 1], 0, "distinct"),
+        ([0, 1], 0, "differ from the default seed 0"),
+        ([2], 2, "2"),
+        ("1", 0, "list of integer"),
+        ([1.5], 0, "list of integer"),
+    ],
+)
+def test_bad_seeds_are_refused(seeds, default, match):
+    with pytest.raises(ValueError, match=match):
+        ladder.names({"rungs": {"a": {"d_model": 8}}, "seeds": seeds}, default)
+
+
+def test_a_rung_name_that_reads_as_seeded_is_refused():
+    with pytest.raises(ValueError, match="may not end in -s<seed>"):
+        ladder.names({"rungs": {"a-s1": {"d_model": 8}}})
+
+
+def test_a_seeded_rung_differs_from_its_rung_in_the_seed_only():
+    base, _ = ladder.rung(ROOT / "params.yaml", "xs")
+    seed = PARAMS["scale"]["seeds"][0]
+    cfg, run_dir = ladder.rung(ROOT / "params.yaml", f"xs-s{seed}")
+    assert run_dir == Path(f"runs/ladder/xs-s{seed}")
+    mine, theirs = asdict(cfg), asdict(base)
+    assert {k for k in mine if mine[k] != theirs[k]} == {"seed"}
+    assert cfg.seed == seed != base.seed == PARAMS["common"]["seed"]
 
 
 def test_a_rung_differs_from_the_default_run_in_its_shape_only():
@@ -61,7 +109,7 @@ def test_a_rung_differs_from_the_default_run_in_its_shape_only():
 def test_the_ladder_spans_what_the_trend_rule_needs(profile):
     """Distinct sizes (the rungs and the centre) and their span meet the committed rule."""
     params = _profile(profile)
-    shapes = [params["scale"]["rungs"][n] for n in ladder.check_listed(params)]
+    shapes = [params["scale"]["rungs"][ladder.parse(n)[0]] for n in ladder.check_listed(params)]
     centre = params["train"]["model"] | params["train_pythia"]["model"]
     sizes = {12 * s["n_layers"] * s["d_model"] ** 2 for s in [*shapes, centre]}
     rule = params["scale"]["trend_rule"]
@@ -129,8 +177,9 @@ def test_run_size_rebuilds_the_model_of_a_run_json(tmp_path):
 def test_names_command_prints_the_rungs(capsys, tmp_path):
     params = copy.deepcopy(PARAMS)
     params["scale"]["rungs"] = {"tiny": {"d_model": 8, "n_layers": 1, "n_heads": 1, "d_ff": 8}}
-    params["scale"]["names"] = ["tiny"]
+    params["scale"]["seeds"] = [4]
+    params["scale"]["names"] = ["tiny", "tiny-s4"]
     path = tmp_path / "params.yaml"
     path.write_text(yaml.safe_dump(params))
     assert ladder.main(["--params", str(path), "names"]) == 0
-    assert capsys.readouterr().out.split() == ["tiny"]
+    assert capsys.readouterr().out.split() == ["tiny", "tiny-s4"]
