@@ -628,6 +628,48 @@ def test_every_profile_passes_the_design_checks_when_read(profile):
     assert params["sweep"]["points"]
 
 
+def _resolves(params: dict, dotted: str) -> bool:
+    node = params
+    for key in dotted.split("."):
+        if not isinstance(node, dict) or key not in node:
+            return False
+        node = node[key]
+    return True
+
+
+@pytest.mark.parametrize(
+    "profile", [None, *sorted((ROOT / "profiles").glob("*.yaml"))], ids=lambda p: p and p.stem
+)
+def test_every_stage_param_is_in_params_yaml_for_every_foreach_item(profile):
+    """DVC refuses a stage whose ``params`` name a missing key (as ``scale.rungs.${item}`` did for
+    a seeded rung); check each expansion here, under params.yaml and each profile."""
+    params = PARAMS if profile is None else _load_script("run_profile").merged_params(profile)
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    missing = []
+    for name, stage in stages.items():
+        items: list = [None]  # a list's items (${item}) or a mapping's keys (${key})
+        if "foreach" in stage:
+            ref = re.fullmatch(r"\$\{([\w.]+)\}", str(stage["foreach"]))
+            assert ref, f"{name}: foreach reads a params list (${{section.key}})"
+            node = params
+            for key in ref.group(1).split("."):
+                node = node[key]
+            items = list(node)
+            stage = stage["do"]
+        for entry in stage.get("params", []):
+            keys = entry if isinstance(entry, str) else None
+            if keys is None:  # {file: [keys]}: only params.yaml's are checked here
+                keys = entry.get("params.yaml", [])
+            for key in [keys] if isinstance(keys, str) else keys:
+                for item in items:
+                    dotted = key
+                    if item is not None:
+                        dotted = key.replace("${item}", str(item)).replace("${key}", str(item))
+                    if not _resolves(params, dotted):
+                        missing.append(f"{name}{'' if item is None else '@' + str(item)}: {dotted}")
+    assert not missing, missing
+
+
 def test_a_profile_with_a_batch_too_large_for_the_budget_is_refused_when_read(tmp_path):
     """Batch 4096 at the default token budget trains 1 step: refused when the profile is read
     (not when its stage runs, minutes into the pipeline), naming the point."""
