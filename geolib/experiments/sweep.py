@@ -33,7 +33,6 @@ What is measured on the final checkpoint of each point:
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -133,10 +132,9 @@ def measure_point(params_path: str | Path, name: str, *, jobs: int = 1) -> dict[
     # the same numerics as the training process had (threads, deterministic kernels)
     torch.use_deterministic_algorithms(True, warn_only=True)
     torch.set_num_threads(threads_for(jobs))
-    started = time.time()
+    started = time.perf_counter()
     measures, per_window = measure_run(run_dir, cfg, spec["measure"])
-    measured = time.time() - started
-    train_s = float(info["wall_time_s"])
+    measured = time.perf_counter() - started
     measures.update(
         point=point.as_dict(),
         name=name,
@@ -145,18 +143,16 @@ def measure_point(params_path: str | Path, name: str, *, jobs: int = 1) -> dict[
         tokens=info["tokens"],
         params=info["params"],
         decay_exponent=decay_exponent(cfg),
-        timing={
-            "started": started - train_s,
-            "seconds": train_s + measured,
-            "train_seconds": train_s,
-            "measure_seconds": measured,
-            "jobs": jobs,
-        },
+        # the run's own training time, fixed when it was trained; the measuring time goes to
+        # the log only, so that a re-measure giving the same numbers writes the same bytes and
+        # reruns nothing downstream
+        timing={"train_seconds": float(info["wall_time_s"])},
     )
     out = measures_path(spec["measures_root"], name)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_npz(out.with_name(SEQUENCE_LOSSES), **per_window)
     write_json(out, measures, indent=1)  # last: its presence marks the point measured
+    print(f"{name}: measured in {measured:.1f} s", file=sys.stderr)
     print(format_status(status(spec["measures_root"], names)), file=sys.stderr)
     return measures
 
@@ -164,21 +160,23 @@ def measure_point(params_path: str | Path, name: str, *, jobs: int = 1) -> dict[
 def status(
     measures_root: str | Path, names: Sequence[str], now: float | None = None
 ) -> dict[str, Any]:
-    """Sweep progress from the measures folders: done / total, elapsed since the first measured
-    point started training, and the ETA at the pace so far (elapsed ÷ done, per remaining
-    point), which counts process start-up and parallel jobs as they really went."""
-    done, starts = 0, []
-    for name in names:
-        measured = measures_path(measures_root, name)
-        if measured.is_file():
-            done += 1
-            starts.append(json.loads(measured.read_text())["timing"]["started"])
-    elapsed = (time.time() if now is None else now) - min(starts) if starts else 0.0
+    """Sweep progress from the measures folders: done / total, elapsed since the first point
+    was measured (its ``measures.json`` written), and the ETA at the pace between the first and
+    the last point measured (per remaining point; ``None`` until two are measured). The times
+    are the files' modification times: the files themselves hold no wall-clock time."""
+    written = sorted(
+        measures_path(measures_root, n).stat().st_mtime
+        for n in names
+        if measures_path(measures_root, n).is_file()
+    )
+    done = len(written)
+    elapsed = (time.time() if now is None else now) - written[0] if written else 0.0
+    pace = (written[-1] - written[0]) / (done - 1) if done > 1 else None
     return {
         "done": done,
         "total": len(names),
         "elapsed_s": elapsed,
-        "eta_s": elapsed / done * (len(names) - done) if done else None,
+        "eta_s": None if pace is None else pace * (len(names) - done),
     }
 
 

@@ -67,5 +67,5 @@ def flatten_measures(measures: Mapping[str, Any]) -> dict[str, Any]:
         row[f"loss_{split}"] = est["mean"]
         row[f"loss_{split}_ci_low"] = est["ci_low"]
         row[f"loss_{split}_ci_high"] = est["ci_high"]
-    row["seconds"] = measures["timing"]["seconds"]
+    row["train_seconds"] = measures["timing"]["train_seconds"]
     return row

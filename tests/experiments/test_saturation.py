@@ -163,7 +163,10 @@ def test_train_then_measure_then_tables_on_a_tiny_design(tmp_path, token_files):
     assert sat.main(["measure", "--all", "--params", str(path)]) == 0  # the stage's command
     assert sorted(p.name for p in (tmp_path / "measures").iterdir()) == sorted(spec["names"])
     assert tree_hashes(run) == before, "measuring wrote into the run folder"
-    curve = json.loads((tmp_path / "measures" / name / sat.CURVE).read_text())["curve"]
+    first = (tmp_path / "measures" / name / sat.CURVE).read_bytes()
+    sat.measure_run(path, name)  # again: the same bytes (no wall-clock time in the file)
+    assert (tmp_path / "measures" / name / sat.CURVE).read_bytes() == first
+    curve = json.loads(first)["curve"]
     assert [c["step"] for c in curve][-1] == 12 and all(np.isfinite(c["erank_w"]) for c in curve)
     summary = sat.tables(path)
     assert summary["n_units"] == 1

@@ -39,12 +39,12 @@ def test_flatten_measures_makes_one_row():
         "w_all": {"erank": 4.0},
         "h": {"erank": 3.0},
         "loss": {"id_test": {"mean": 5.0, "ci_low": 4.9, "ci_high": 5.1}},
-        "timing": {"seconds": 12.0},
+        "timing": {"train_seconds": 12.0},
     }
     row = flatten_measures(measures)
     assert row["w_erank"] == 5.0 and row["w_all_erank"] == 4.0 and row["h_erank"] == 3.0
     assert row["loss_id_test"] == 5.0 and row["loss_id_test_ci_high"] == 5.1
-    assert row["size"] == "S" and row["seconds"] == 12.0
+    assert row["size"] == "S" and row["train_seconds"] == 12.0
     # tokens per parameter (all parameters); the named lr where no scaled one was recorded
     assert row["tokens_per_param"] == 0.5 and row["peak_lr"] == 0.001
     assert flatten_measures({**measures, "peak_lr": 0.002})["peak_lr"] == 0.002
