@@ -208,6 +208,14 @@ def late_change(tables: Tables, section: Section) -> pd.Series:
     return pd.Series(out, name="late_change").reindex(tables.runs["name"])
 
 
+#: why B6's row does not carry the other B rows' premise, said in its rule
+W_PREMISE_WORDS = (
+    "The other B rows' premise, W left its random start and settled, is not applied here: B6 "
+    "is about how loss and W's rank move late in training, so W still moving is what it "
+    "watches, not a flaw of the design"
+)
+
+
 def _sci(x: float, digits: int) -> str:
     """``1e11``, ``6.5e4``: a large number in short scientific notation."""
     mantissa, exponent = f"{x:.{digits}e}".split("e")
@@ -362,7 +370,8 @@ def b6(tables: Tables, section: Section) -> Claim:
         anchor=ANCHOR,
         rule=(
             "v3, over the matched (width, seed) pairs whose two runs learned; premise: some "
-            f"parallel-block run degrades. {rule_from_params(section.rule).describe()}"
+            f"parallel-block run degrades. {rule_from_params(section.rule).describe()}. "
+            f"{W_PREMISE_WORDS}"
         ),
         unit=f"matched (width, seed) pairs whose two runs learned (n = {len(p)})",
         seeds_agreeing=seeds_agreeing(per_seed, v.status) if per_seed else "",

@@ -237,6 +237,9 @@ def test_the_row_keeps_v1_v2_seeds_and_robustness(section):
     assert row.rule_v1 == NOT_REPRODUCED and row.rule_v2 == INCONCLUSIVE  # 0 of 4: v2's premise
     assert row.seeds_agreeing == "2 of 2"  # each seed's two pairs: inconclusive too
     assert "v2: premise fails" in row.detail and "v1: 0 of 4 units" in row.detail
+    # the other B rows' premise is named, and why it is not B6's
+    assert row.rule.startswith("v3,") and row.rule.endswith(sat.W_PREMISE_WORDS)
+    assert "W left its random start and settled, is not applied" in row.rule
     good = sat.b6(tables(degrades=PARALLEL), section)
     assert good.status == REPRODUCED and good.seeds_agreeing == "0 of 2"  # 2 of 2: [0.16, 1]
     with pytest.raises(ValueError, match="unknown alternative"):
