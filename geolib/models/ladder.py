@@ -23,7 +23,6 @@ the token (and position) embedding tables and an untied unembedding.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -33,12 +32,12 @@ from torch import nn
 
 from geolib.config import load_params
 from geolib.models.families import ModelConfig, build_model
+from geolib.models.replicas import SEEDED, extra_seeds
 from geolib.models.runs import read_run_info
 from geolib.models.train import TrainConfig, named_runs_main, params_to_config
 
 #: the shape fields a rung may set; anything else stays the family's default
 SHAPE = ("d_model", "n_layers", "n_heads", "d_ff")
-_SEEDED = re.compile(r"^(?P<rung>.+)-s(?P<seed>\d+)$")
 
 
 def names(scale: Mapping[str, Any], default_seed: int = 0) -> list[str]:
@@ -53,24 +52,17 @@ def names(scale: Mapping[str, Any], default_seed: int = 0) -> list[str]:
         extra = sorted(set(shape or {}) - set(SHAPE))
         if not shape or extra:
             raise ValueError(f"scale.rungs.{name} may set only {SHAPE}, got {dict(shape or {})}")
-        if _SEEDED.match(str(name)):
+        if SEEDED.match(str(name)):
             raise ValueError(f"scale.rungs.{name}: a rung's name may not end in -s<seed>")
-    seeds = scale.get("seeds") or []
-    if not isinstance(seeds, list) or not all(isinstance(s, int) for s in seeds):
-        raise ValueError(f"scale.seeds must be a list of integer seeds, got {seeds!r}")
-    if len(set(seeds)) != len(seeds) or default_seed in seeds:
-        raise ValueError(
-            f"scale.seeds must be distinct and differ from the default seed {default_seed} "
-            f"(each rung's bare name), got {seeds}"
-        )
+    seeds = extra_seeds(scale.get("seeds") or [], default_seed, "scale.seeds")
     return [n for r in rungs for n in (str(r), *(f"{r}-s{s}" for s in seeds))]
 
 
 def parse(name: str) -> tuple[str, int | None]:
     """``(rung, seed)`` of a trained model's name; ``seed`` is ``None`` for the bare name (the
     default seed)."""
-    m = _SEEDED.match(name)
-    return (m["rung"], int(m["seed"])) if m else (name, None)
+    m = SEEDED.match(name)
+    return (m["base"], int(m["seed"])) if m else (name, None)
 
 
 def check_listed(params: Mapping[str, Any]) -> list[str]:

@@ -27,17 +27,30 @@ from geolib.models.runs import is_run_dir, read_run_info
 from geolib.models.train import TrainConfig, named_runs_main, params_to_config
 
 _NAME = re.compile(r"^(?P<model>[a-z][a-z0-9_]*)-s(?P<seed>\d+)$")
+#: any seeded name, ``<base>-s<seed>`` (a replicate, a seeded rung of the ladder)
+SEEDED = re.compile(r"^(?P<base>.+)-s(?P<seed>\d+)$")
+
+
+def extra_seeds(seeds: Any, default_seed: int, where: str) -> list[int]:
+    """Seeds beyond the default runs' own: a list of integers, distinct, none equal to
+    ``default_seed`` (that run keeps its bare name); an error naming ``where`` otherwise."""
+    if not isinstance(seeds, list) or not all(
+        isinstance(s, int) and not isinstance(s, bool) for s in seeds
+    ):
+        raise ValueError(f"{where} must be a list of integer seeds, got {seeds!r}")
+    if len(set(seeds)) != len(seeds) or default_seed in seeds:
+        raise ValueError(
+            f"{where} must be distinct and differ from the default seed {default_seed} (the "
+            f"default runs' own, under their bare names), got {seeds}"
+        )
+    return list(seeds)
 
 
 def names(section: Mapping[str, Any], default_seed: int = 0) -> list[str]:
     """``<model>-s<seed>`` for every model and seed of the ``replicas`` section, model-major.
     A seed equal to ``default_seed`` (the default run's) or repeated is an error."""
-    models, seeds = list(section["models"]), [int(s) for s in section["seeds"]]
-    if len(set(seeds)) != len(seeds) or default_seed in seeds:
-        raise ValueError(
-            f"replicas.seeds must be distinct and differ from the default runs' seed "
-            f"{default_seed}, got {seeds}"
-        )
+    models = list(section["models"])
+    seeds = extra_seeds(section["seeds"], default_seed, "replicas.seeds")
     if len(set(models)) != len(models):
         raise ValueError(f"replicas.models repeats a model: {models}")
     return [f"{model}-s{seed}" for model in models for seed in seeds]

@@ -30,6 +30,8 @@ def test_names_are_models_by_seeds():
         {"models": ["pythia"], "seeds": [0, 1]},  # seed 0 is the default run itself
         {"models": ["pythia"], "seeds": [1, 1]},
         {"models": ["pythia", "pythia"], "seeds": [1]},
+        {"models": ["pythia"], "seeds": [1.5]},  # not truncated to 1: refused
+        {"models": ["pythia"], "seeds": 1},
     ],
 )
 def test_bad_sections_are_refused(section):
