@@ -628,13 +628,17 @@ def test_every_profile_passes_the_design_checks_when_read(profile):
     assert params["sweep"]["points"]
 
 
-def _resolves(params: dict, dotted: str) -> bool:
+_MISSING = object()
+
+
+def _lookup(params: dict, dotted: str):
+    """The value at ``dotted`` (``section.key``) in ``params``, or ``_MISSING``."""
     node = params
     for key in dotted.split("."):
         if not isinstance(node, dict) or key not in node:
-            return False
+            return _MISSING
         node = node[key]
-    return True
+    return node
 
 
 @pytest.mark.parametrize(
@@ -651,9 +655,8 @@ def test_every_stage_param_is_in_params_yaml_for_every_foreach_item(profile):
         if "foreach" in stage:
             ref = re.fullmatch(r"\$\{([\w.]+)\}", str(stage["foreach"]))
             assert ref, f"{name}: foreach reads a params list (${{section.key}})"
-            node = params
-            for key in ref.group(1).split("."):
-                node = node[key]
+            node = _lookup(params, ref.group(1))
+            assert node is not _MISSING, f"{name}: foreach reads a missing {ref.group(1)}"
             items = list(node)
             stage = stage["do"]
         for entry in stage.get("params", []):
@@ -665,7 +668,7 @@ def test_every_stage_param_is_in_params_yaml_for_every_foreach_item(profile):
                     dotted = key
                     if item is not None:
                         dotted = key.replace("${item}", str(item)).replace("${key}", str(item))
-                    if not _resolves(params, dotted):
+                    if _lookup(params, dotted) is _MISSING:
                         missing.append(f"{name}{'' if item is None else '@' + str(item)}: {dotted}")
     assert not missing, missing
 

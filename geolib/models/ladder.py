@@ -80,8 +80,9 @@ def rung(params_path: str | Path, name: str) -> tuple[TrainConfig, Path]:
     """The configuration and run folder of ``name`` (a rung, or ``<rung>-s<seed>``):
     ``train_<family>`` with the rung's shape, and the seed where the name gives one."""
     params = load_params(params_path)
-    if name not in check_listed(params):
-        raise ValueError(f"{name!r} is not a rung of scale.rungs: {names(params['scale'])}")
+    listed = check_listed(params)
+    if name not in listed:
+        raise ValueError(f"{name!r} is not a rung of scale.rungs: {listed}")
     scale = params["scale"]
     base, seed = parse(name)
     cfg = params_to_config(params_path, f"train_{scale['family']}", base="train")
