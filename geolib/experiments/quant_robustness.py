@@ -18,8 +18,11 @@ and the partial correlation of geometry with it given ID loss.
 Outputs in ``out_dir``: ``quantization.csv`` (one row per model × setting × split),
 ``settings.csv`` (per setting and split, over models), ``models.csv`` (the sweep's per-model
 table joined with one column per setting and split, ``q_<setting>_<split>``, plus intervals),
-``layers.csv`` (per GPTQ layer: reconstruction error against round-to-nearest's, time),
-``window_losses.npz``, ``prediction.csv``, ``r2_gap.csv``, ``summary.json``.
+``layers.csv`` (per GPTQ layer: reconstruction error against round-to-nearest's),
+``window_losses.npz``, ``prediction.csv``, ``r2_gap.csv``, ``summary.json``. No file holds a
+timing, so that a rerun that changes no number writes the same bytes and reruns nothing below
+it; the seconds per method (quantizing, evaluating, GPTQ's capture and solve) are in the
+summary the stage prints to its log.
 """
 
 from __future__ import annotations
@@ -48,6 +51,8 @@ from geolib.stage import progress_line, stage
 
 #: the split whose loss increase is B8's outcome
 OUTCOME_SPLIT = "id_test"
+#: timing columns of quantize_point's rows and layer rows: logged, never written to a table
+TIMING = ("quantize_seconds", "eval_seconds", "seconds", "capture_seconds")
 
 
 def settings(p: dict[str, Any]) -> list[QuantSpec]:
@@ -95,7 +100,9 @@ def quantize_point(
     windows: dict[str, np.ndarray],
     calib: torch.Tensor,
 ) -> tuple[list[dict], list[dict], dict[str, np.ndarray]]:
-    """``(rows, GPTQ layer rows, per-window losses)`` of one model (module docstring)."""
+    """``(rows, GPTQ layer rows, per-window losses)`` of one model (module docstring). Rows and
+    layer rows carry their seconds (:data:`TIMING` columns), which :func:`run_stage` logs and
+    leaves out of the tables."""
     name = Path(run_dir).name
     device = resolve_device(p["device"])
     # quantized on the CPU (gptqmodel's and torchao's CPU paths), evaluated on the device
@@ -167,7 +174,8 @@ def by_setting(long: pd.DataFrame) -> pd.DataFrame:
 
 
 def run_stage(p: dict[str, Any], sweep: dict[str, Any], models_table: str, log=print) -> dict:
-    """Quantize every sweep point under every setting, write the tables, return a summary."""
+    """Quantize every sweep point under every setting, write the tables, return a summary:
+    ``summary.json``'s contents plus the timings, which go to the log only."""
     resolve_device(p["device"])  # before anything is read or written
     out = Path(p["out_dir"])
     out.mkdir(parents=True, exist_ok=True)
@@ -193,8 +201,19 @@ def run_stage(p: dict[str, Any], sweep: dict[str, Any], models_table: str, log=p
             + f" nats, {time.perf_counter() - t_model:.1f} s; {done}"
         )
     long = pd.DataFrame(rows)
-    write_table(out / "quantization.csv", long)
     layers = pd.DataFrame(layer_rows)
+    gptq = layers[layers.setting.str.startswith("gptq")]
+    per_model = long.drop_duplicates(["name", "setting"]).groupby("method")
+    timing = {
+        "quantize_seconds_per_model": (per_model["quantize_seconds"].sum() / len(names)).to_dict(),
+        "eval_seconds_per_model": (per_model["eval_seconds"].sum() / len(names)).to_dict(),
+        "gptq_capture_seconds_per_model": float(gptq["capture_seconds"].sum() / len(names)),
+        "gptq_layer_seconds_per_model": float(gptq["seconds"].sum() / len(names)),
+    }
+    long = long.drop(columns=[c for c in TIMING if c in long])
+    layers = layers.drop(columns=[c for c in TIMING if c in layers])
+    gptq = layers[layers.setting.str.startswith("gptq")]
+    write_table(out / "quantization.csv", long)
     write_table(out / "layers.csv", layers)
     table = join_per_model(pd.read_csv(models_table), wide(long), names, models_table)
     write_table(out / "models.csv", table)
@@ -207,28 +226,21 @@ def run_stage(p: dict[str, Any], sweep: dict[str, Any], models_table: str, log=p
         write_table(out / f"{stem}.csv", frame)
     write_table(out / "settings.csv", by_setting(long))
     outcome = long[long.split == OUTCOME_SPLIT]
-    gptq = layers[layers.setting.str.startswith("gptq")]
-    per_model = long.drop_duplicates(["name", "setting"]).groupby("method")
     summary = {
         "n_models": len(table),
         "settings": labels,
         "block_settings": [s.label for s in specs],
-        "seconds": time.perf_counter() - t0,
         "median_increase_id_test": outcome.groupby("setting")["increase"].median().to_dict(),
         "excludes_zero_id_test": outcome.assign(x=outcome.ci_low > 0)
         .groupby("setting")["x"]
         .sum()
         .astype(int)
         .to_dict(),
-        "quantize_seconds_per_model": (per_model["quantize_seconds"].sum() / len(table)).to_dict(),
-        "eval_seconds_per_model": (per_model["eval_seconds"].sum() / len(table)).to_dict(),
-        "gptq_capture_seconds_per_model": float(gptq["capture_seconds"].sum() / len(table)),
-        "gptq_layer_seconds_per_model": float(gptq["seconds"].sum() / len(table)),
         "gptq_error_ratio_median": float((gptq["error"] / gptq["rtn_error"]).median()),
         "gptq_worse_than_rtn_layers": int((gptq["error"] > gptq["rtn_error"]).sum()),
     }
     write_json(out / "summary.json", summary, indent=1, sort_keys=True)
-    return summary
+    return {**summary, **timing, "seconds": time.perf_counter() - t0}
 
 
 def main(argv: list[str] | None = None) -> int:

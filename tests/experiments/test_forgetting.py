@@ -71,8 +71,8 @@ def test_forget_point_learns_the_domain_and_leaves_the_run_alone(tiny_run):
     assert row["forgetting"] == pytest.approx(row["id_after"] - row["id_before"], abs=1e-9)
     assert set(windows) == {"domain_before", "domain_after", "id_before", "id_after"}
     assert all(v.shape == (32,) for v in windows.values())
-    again, _ = fg.forget_point(run, p, seed=0)  # deterministic
-    assert again["forgetting"] == row["forgetting"]
+    again, _ = fg.forget_point(run, p, seed=0)  # deterministic, and no timing in the row
+    assert again == row
 
 
 def test_fine_tune_rejects_a_budget_below_one_batch(tiny_run):
