@@ -33,9 +33,10 @@ revision, layer and rank, in the gradient-energy chapter's columns), ``summary.j
 model, each revision's weight hash, token counts, library versions, the command line) and
 ``profiles.png`` / ``.svg`` (per-layer profiles, one line per revision, drawn by
 :mod:`geolib.report.measure_figure` when run as ``geolib measure``). They are written only
-after every revision was measured, so a bad revision leaves no partial table. Bad input (no LM
-head, a revision not in the cache, a text shorter than the windows, a layer out of range,
-``cuda`` without a GPU) stops before any model is measured.
+after every revision was measured, so a bad revision leaves no partial table. The seconds each
+revision took go to the log, not to a file: measured again, a model writes the same bytes.
+Bad input (no LM head, a revision not in the cache, a text shorter than the windows, a layer out
+of range, ``cuda`` without a GPU) stops before any model is measured.
 """
 
 from __future__ import annotations
@@ -460,7 +461,6 @@ def measure(req: Request, log=print) -> tuple[list[Measured], dict[str, Any]]:
             rev: {
                 "weights_sha256": next(r for r in results if r.revision == rev).weights_sha256,
                 "eval_loss": {r.rows[0]["text"]: r.eval_loss for r in results if r.revision == rev},
-                "seconds": sum(r.seconds for r in results if r.revision == rev),
             }
             for rev in dict.fromkeys(r.revision for r in results)
         },

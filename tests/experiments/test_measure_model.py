@@ -102,6 +102,9 @@ def test_every_column_against_the_library_computed_another_way(tmp_path):
             assert row[f"r_energy_k{k}"] <= row[f"ceiling_k{k}"] * (1 + 1e-9)
     assert summary["ranks"] == [1, 2] and set(summary["libraries"]) >= {"torch", "transformers"}
     assert summary["command"].startswith("geolib measure ") and "--seq-len 16" in summary["command"]
+    tables = {f: (out / f).read_bytes() for f in ("measure.csv", "r_energy.csv", "summary.json")}
+    assert geolib_main(argv) == 0  # measured again: the same bytes (no timing in a file)
+    assert {f: (out / f).read_bytes() for f in tables} == tables
 
     # r_energy.csv: the same numbers, one row per layer and rank, in the chapter's columns, so
     # that the chapter's counts read it (every embedding-free layer of the decoder is a unit)
