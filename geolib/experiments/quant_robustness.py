@@ -212,7 +212,6 @@ def run_stage(p: dict[str, Any], sweep: dict[str, Any], models_table: str, log=p
     }
     long = long.drop(columns=[c for c in TIMING if c in long])
     layers = layers.drop(columns=[c for c in TIMING if c in layers])
-    gptq = layers[layers.setting.str.startswith("gptq")]
     write_table(out / "quantization.csv", long)
     write_table(out / "layers.csv", layers)
     table = join_per_model(pd.read_csv(models_table), wide(long), names, models_table)
