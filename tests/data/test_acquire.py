@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from geolib.data import acquire
 from geolib.data.acquire import (
     AcquisitionError,
     _run,
@@ -117,3 +118,59 @@ def test_fetch_artifact_caches_and_verifies_checksums(fake_pypi, tmp_path):
 def test_missing_client_is_a_clear_error(tmp_path):
     with pytest.raises(AcquisitionError, match="not installed"):
         _run(["definitely-not-a-registry-client-xyz"], tmp_path, 5)
+
+
+def test_unpinned_or_mismatching_source_is_refused(fake_pypi, tmp_path):
+    source = SOURCES[0]
+    for missing in ("version", "sha256"):
+        with pytest.raises(ValueError, match=f"no {missing} pinned"):
+            fetch_artifact({**source, missing: None}, tmp_path)
+    with pytest.raises(ValueError, match="64 hex digits"):
+        fetch_artifact({**source, "sha256": "abc"}, tmp_path)
+    assert fake_pypi == []  # refused before any download
+    # a file whose bytes differ from the pin is refused and leaves no artifact behind
+    wrong = "f" * 64
+    with pytest.raises(AcquisitionError, match=f"expected {wrong}"):
+        fetch_artifact({**source, "sha256": wrong}, tmp_path)
+    assert not list((tmp_path / "novels").glob("*.tar.gz"))
+    # a cached copy fetched under one pin is not reused under another
+    fetch_artifact(source, tmp_path)
+    with pytest.raises(AcquisitionError, match="sha256"):
+        fetch_artifact({**source, "sha256": wrong}, tmp_path)
+
+
+def test_apt_serves_the_pinned_version_or_fails(monkeypatch, tmp_path):
+    """No fallback to the archive's current candidate: that made a domain's text depend on
+    the day it was fetched."""
+    calls = []
+
+    class Proc:
+        def __init__(self, returncode, stdout=""):
+            self.returncode, self.stdout, self.stderr = returncode, stdout, "not found"
+
+    def fake_run(cmd, cwd, timeout):
+        calls.append(cmd)
+        if cmd[:2] == ["apt-cache", "policy"]:
+            return Proc(0, "  Candidate: 3.11.2-6+deb12u9\n")
+        return Proc(0 if cmd[:2] == ["apt-get", "update"] else 100)
+
+    monkeypatch.setattr(acquire, "_run", fake_run)
+    with pytest.raises(AcquisitionError, match=r"no longer serves pkg=1\.0.*deb12u9"):
+        acquire._download_apt("pkg", "1.0", tmp_path, 5)
+    downloads = [c[-1] for c in calls if c[:2] == ["apt-get", "download"]]
+    assert downloads == ["pkg=1.0", "pkg=1.0"]  # before and after one update; never bare "pkg"
+    with pytest.raises(AcquisitionError, match="no version pinned"):
+        acquire._download_apt("pkg", None, tmp_path, 5)
+
+
+def test_every_corpus_and_model_source_in_params_is_pinned():
+    from geolib.config import load_params
+    from tests.repo import ROOT
+
+    params = load_params(ROOT / "params.yaml")
+    sources = list(params["data"]["sources"])
+    for model in params["pretrained"]["models"].values():
+        sources += [model, *model.get("parts", [])]
+    for source in sources:
+        assert str(source.get("version") or ""), source.get("name", source.get("package"))
+        assert len(str(source.get("sha256") or "")) == 64, source.get("name", source.get("package"))
