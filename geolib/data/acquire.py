@@ -148,7 +148,9 @@ def fetch_artifact(
             "name a fixed release and its sha256 (a source that cannot be pinned is refused)"
         )
     if not re.fullmatch(r"[0-9a-f]{64}", str(source["sha256"])):
-        raise ValueError(f"source {source['name']}: sha256 {source['sha256']!r} is not 64 hex digits")
+        raise ValueError(
+            f"source {source['name']}: sha256 {source['sha256']!r} is not 64 hex digits"
+        )
     registry = source["registry"]
     if registry not in _DOWNLOADERS:
         raise ValueError(f"source {source['name']}: unknown registry {registry!r}")

@@ -11,7 +11,8 @@ random start, and every doubling of the steps) this stage records:
   longer run of the same corpus would measure repetition, not more training);
 * ``loss``: the mean next-token loss (nats) of ``n_eval_seqs`` fixed validation windows;
 * ``w_erank`` and ``w_erank_sq``: the effective rank of W (Roy & Vetterli, on σ and on σ²) over
-  the rows of tokens that occur in the training split, as the sweep measures it.
+  the rows of tokens that occur in the training split, as the sweep measures it, and
+  ``w_erank_max``, its ceiling min(rows kept, d) (the share of it is comparable across sizes).
 
 Per size and quantity it also records the turn (:func:`geolib.measure.settling.turn_at`): the
 sweep's rows read both from ``settling.csv`` for their premise that W left its random start and
@@ -92,6 +93,7 @@ def measure_run(
                 "loss": float(window_losses(model, windows).mean()),
                 "w_erank": effective_rank(w),
                 "w_erank_sq": effective_rank(w, squared=True),
+                "w_erank_max": min(w.shape),  # the rank's ceiling: a share reads w_erank / this
             }
         )
     return rows

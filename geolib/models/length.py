@@ -7,10 +7,11 @@ what the papers measure stops moving.
 One long run per size and seed (``<size>-s<seed>``, section ``training_length`` of
 ``params.yaml``), at the hyperparameters declared there, with a checkpoint at every doubling of
 its steps (1, 2, 4, …). Its step count is the smallest power of two that reaches
-``min_tokens_per_param`` tokens per parameter (all parameters, embeddings included), so the last
-checkpoint is a doubling too. The learning rate stays at its peak after the warm-up (schedule
-``constant``): a decaying schedule would slow every quantity at the end of the run whatever the
-model had left to learn, and the study asks when training at full rate stops moving them.
+``min_tokens_per_param`` tokens per parameter (all parameters, embeddings included; one number,
+or one per size), so the last checkpoint is a doubling too. The learning rate stays at its peak
+after the warm-up (schedule ``constant``): a decaying schedule would slow every quantity at the
+end of the run whatever the model had left to learn, and the study asks when training at full
+rate stops moving them.
 
 Training writes the run folders only; measuring them is
 :mod:`geolib.experiments.training_length`. This module imports no measurement code, so an edit
@@ -83,6 +84,21 @@ def steps_for(n_params: int, tokens_per_step: int, min_tokens_per_param: float) 
     return 2 ** max(0, math.ceil(math.log2(need)))
 
 
+def min_tokens_per_param(spec: Mapping[str, Any], size: str) -> float:
+    """``spec["min_tokens_per_param"]`` for ``size``: one number for every size, or a mapping
+    size → number (the smaller width can afford a longer run than the larger one)."""
+    value = spec["min_tokens_per_param"]
+    key = "training_length.min_tokens_per_param"
+    if isinstance(value, Mapping):
+        if set(value) != set(spec["sizes"]):
+            raise ValueError(
+                f"{key} must name every size of training_length.sizes {sorted(spec['sizes'])}, "
+                f"got {sorted(value)}"
+            )
+        value, key = value[size], f"{key}.{size}"
+    return checked_number(key, value, float, low=0)
+
+
 def run_config(params: Mapping[str, Any], run: LengthRun) -> TrainConfig:
     """The TrainConfig of one run: ``common`` (seed, device) < ``train`` <
     ``training_length.train`` < the size's model, then the seed and the step count."""
@@ -95,9 +111,7 @@ def run_config(params: Mapping[str, Any], run: LengthRun) -> TrainConfig:
     merged = deep_update(merged, {**spec["train"], "model": dict(spec["sizes"][run.size])})
     merged["seed"] = run.seed
     cfg = TrainConfig.from_params(merged)
-    min_tpp = checked_number(
-        "training_length.min_tokens_per_param", spec["min_tokens_per_param"], float, low=0
-    )
+    min_tpp = min_tokens_per_param(spec, run.size)
     steps = steps_for(n_params(cfg), cfg.tokens_per_step, min_tpp)
     merged.update(
         total_steps=steps,

@@ -92,3 +92,23 @@ def test_the_repository_design_is_listed_and_reaches_its_tokens():
     assert len(s["seeds"]) >= 2  # the rule compares moves with the seeds' sd
     assert s["train"]["schedule"] == "constant"
     assert 0.01 <= s["train"]["weight_decay"] <= 0.1  # Paper B's range
+
+
+def test_min_tokens_per_param_per_size(token_files):  # noqa: F811
+    params = params_for(token_files, min_tokens_per_param={"a": 12, "b": 3})
+    a = length.length_run(params, "a-s0")[0]
+    b = length.length_run(params, "b-s0")[0]
+    assert a.total_steps == length.steps_for(length.n_params(a), 4 * 16, 12)
+    assert b.total_steps == length.steps_for(length.n_params(b), 4 * 16, 3)
+    assert length.min_tokens_per_param(spec(min_tokens_per_param=5), "b") == 5.0
+    with pytest.raises(ValueError, match="must name every size"):
+        length.min_tokens_per_param(spec(min_tokens_per_param={"a": 3}), "a")
+    with pytest.raises(ValueError, match=r"min_tokens_per_param\.b"):
+        length.min_tokens_per_param(spec(min_tokens_per_param={"a": 3, "b": -1}), "b")
+
+
+def test_the_smaller_width_reaches_256_tokens_per_parameter():
+    """The study must reach past where the sweep's larger budget sits at the smaller size."""
+    s = load_params(ROOT / "params.yaml")["training_length"]
+    smaller = min(s["sizes"], key=lambda z: s["sizes"][z]["d_model"])
+    assert length.min_tokens_per_param(s, smaller) >= 256
