@@ -23,6 +23,7 @@ from tests.synthetic_packages import PACKAGES, make_targz
 def fake_pypi(monkeypatch, tmp_path):
     """Replace `pip download` with a function that 'downloads' synthetic sdists."""
     calls = []
+
     def download(package, version, dest, timeout):
         calls.append(package)
         make_targz(dest / f"{package}-{version}.tar.gz", PACKAGES[package])
