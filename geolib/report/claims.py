@@ -7,7 +7,8 @@ library module); a claim may have rows from several chapters (A1: the theory cha
 models). The table holds one row per (claim, chapter, scale) and a combined status by
 :func:`~geolib.report.rules.combine_statuses`. Math checks of a derivation are rows with
 ``evidence="math check"``, never combined into an empirical status. A rule revised after its
-first version keeps each earlier verdict (``rule_v1``, ``rule_v2``) and the reason on its row;
+first version keeps each earlier verdict (``rule_v1``, ``rule_v2``, ``rule_v3``) and the reason
+on its row;
 ``decided`` says whether the rule saw the data it decided (``after seeing data``) or not
 (``prospective``).
 
@@ -46,7 +47,7 @@ DECIDED = ("", AFTER_DATA, PROSPECTIVE)
 def history(c: Claim) -> str:
     """The rule's versions on a row: ``"v1 reproduced → v2 partly → v3 inconclusive: why"``
     (empty for a rule never revised), then how the current rule was decided."""
-    steps = [s for s in (c.rule_v1, c.rule_v2) if s]
+    steps = [s for s in (c.rule_v1, c.rule_v2, c.rule_v3) if s]
     text = ""
     if steps:
         versions = [f"v{i + 1} {s}" for i, s in enumerate(steps)]
@@ -78,13 +79,13 @@ class Claim:
     never combined into the empirical status). ``unit`` names the resampling unit and its n;
     ``seeds_agreeing`` is ``"k of n"`` per-seed verdicts equal to this one; ``robust`` is
     :func:`robustness`'s word over the declared alternatives. A rule revised after its first
-    version keeps each earlier version's verdict (``rule_v1``, ``rule_v2``) with ``revision``
-    saying why the current one differs; ``decided`` says whether the current rule saw the data it
-    decides (:data:`AFTER_DATA`) or was committed before them (:data:`PROSPECTIVE`); ``post_hoc``
-    lists other decisions made after seeing data. ``scale`` says what the evidence was
-    measured on (:func:`scale_text`: models, parameters, tokens, seeds; or a released model):
-    every empirical row the table shows must state it. A chapter may give a claim several rows
-    of different scales (our models, a released model).
+    version keeps each earlier version's verdict (``rule_v1``, ``rule_v2``, ``rule_v3``) with
+    ``revision`` saying why the current one differs; ``decided`` says whether the current rule
+    saw the data it decides (:data:`AFTER_DATA`) or was committed before them
+    (:data:`PROSPECTIVE`); ``post_hoc`` lists other decisions made after seeing data. ``scale``
+    says what the evidence was measured on (:func:`scale_text`: models, parameters, tokens,
+    seeds; or a released model): every empirical row the table shows must state it. A chapter
+    may give a claim several rows of different scales (our models, a released model).
     """
 
     claim_id: str
@@ -104,6 +105,7 @@ class Claim:
     scale: str = ""
     rule_v2: str = ""
     decided: str = ""
+    rule_v3: str = ""
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -126,8 +128,12 @@ class Claim:
             raise ValueError(f"rule_v1 must be a status {STATUSES}, got {self.rule_v1!r}")
         if self.rule_v2 and self.rule_v2 not in STATUSES:
             raise ValueError(f"rule_v2 must be a status {STATUSES}, got {self.rule_v2!r}")
+        if self.rule_v3 and self.rule_v3 not in STATUSES:
+            raise ValueError(f"rule_v3 must be a status {STATUSES}, got {self.rule_v3!r}")
         if self.rule_v2 and not self.rule_v1:
             raise ValueError(f"claim {self.claim_id}: a v2 verdict needs the v1 verdict before it")
+        if self.rule_v3 and not self.rule_v2:
+            raise ValueError(f"claim {self.claim_id}: a v3 verdict needs the v2 verdict before it")
         if self.decided not in DECIDED:
             raise ValueError(f"decided must be one of {DECIDED}, got {self.decided!r}")
         if bool(self.rule_v1) != bool(self.revision.strip()):

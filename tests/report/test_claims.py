@@ -256,6 +256,30 @@ def test_history_shows_v1_and_v2_beside_v3_and_how_it_was_decided(tmp_path):
     assert "v1 partly → v2 reproduced → v3 inconclusive" in md
     with pytest.raises(ValueError, match="v1 verdict before"):
         Claim("A4", "partly", chapter="x", rule_v2="partly", revision="r")
+    v4 = Claim(
+        "B3",
+        "reproduced",
+        chapter="x",
+        scale="s",
+        rule_v1="partly",
+        rule_v2="partly",
+        rule_v3="inconclusive",
+        revision="two budgets",
+        decided=PROSPECTIVE,
+    )
+    assert history(v4).startswith("v1 partly → v2 partly → v3 inconclusive → v4 reproduced: two")
+    with pytest.raises(ValueError, match="v2 verdict before"):
+        Claim("A4", "partly", chapter="x", rule_v1="partly", rule_v3="partly", revision="r")
+    with pytest.raises(ValueError, match="rule_v3 must be"):
+        Claim(
+            "A4",
+            "partly",
+            chapter="x",
+            rule_v1="partly",
+            rule_v2="partly",
+            rule_v3="x",
+            revision="r",
+        )
     with pytest.raises(ValueError, match="decided"):
         Claim("A4", "partly", chapter="x", decided="maybe")
 
