@@ -4,12 +4,14 @@ their runs and measures live.
 A *point* fixes model size, batch size, weight decay, peak learning rate (named at a reference
 batch size and scaled with the batch: :class:`LrScaling`), the final learning rate (as a
 fraction of the peak) and the seed; its name spells them out
-(``S-b32-wd2-lr0.004-f0.1-s0``) so that a DVC ``foreach`` stage per name reruns exactly the
-points whose values change. Every point trains on the same number of tokens (``token_budget``):
-batch size therefore also sets the number of steps. The grid is a full factorial, plus one
-factor at a time from a centre point, plus seed replicates of the centre (section ``sweep`` of
-``params.yaml``). The saturation design (claim B6) is here too: its runs differ only in the
-block layout.
+and the token budget it trains for (``S-b32-wd2-lr0.004-f0.1-s0-tD``) so that a DVC ``foreach``
+stage per name reruns exactly the points whose values change. Every point of a budget trains on
+the same number of tokens (``budgets``: a multiple of ``base.token_budget``, each model annealed
+to the end of its own schedule): batch size therefore also sets the number of steps. The grid
+is a full factorial, plus one factor at a time from a centre point, plus seed replicates of the
+centre, each at every budget (section ``sweep`` of ``params.yaml``): the same design at D and at
+2D tokens, so a verdict can be read twice and checked for its dependence on training length.
+The saturation design (claim B6) is here too: its runs differ only in the block layout.
 
     python -m geolib.models.grid sweep points               # the expansion of the factors
     python -m geolib.models.grid sweep train-cell CELL      # stage sweep_train@CELL
@@ -36,7 +38,7 @@ import re
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -58,8 +60,10 @@ FACTORS = ("size", "batch_size", "weight_decay", "lr", "final_lr_ratio", "seed")
 
 _NAME = re.compile(
     r"^(?P<size>[A-Za-z]\w*)-b(?P<batch_size>\d+)-wd(?P<weight_decay>[0-9.e+-]+)"
-    r"-lr(?P<lr>[0-9.e+-]+)-f(?P<final_lr_ratio>[0-9.e+-]+)-s(?P<seed>\d+)$"
+    r"-lr(?P<lr>[0-9.e+-]+)-f(?P<final_lr_ratio>[0-9.e+-]+)-s(?P<seed>\d+)-t(?P<budget>\w+)$"
 )
+#: a budget's label: ``D``, ``2D``, … (a multiple of ``base.token_budget``)
+_BUDGET = re.compile(r"[0-9]*D")
 
 
 @dataclass(frozen=True, order=True)
@@ -72,10 +76,13 @@ class Point:
     lr: float
     final_lr_ratio: float
     seed: int
+    budget: str = "D"
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[A-Za-z]\w*", self.size):
             raise ValueError(f"size must be a name like S or M, got {self.size!r}")
+        if not _BUDGET.fullmatch(self.budget):
+            raise ValueError(f"budget must be a label like D or 2D, got {self.budget!r}")
         if self.batch_size < 1 or self.seed < 0:
             raise ValueError(f"bad batch_size {self.batch_size} or seed {self.seed}")
         if self.lr <= 0 or self.weight_decay < 0 or not 0 <= self.final_lr_ratio <= 1:
@@ -85,14 +92,16 @@ class Point:
     def name(self) -> str:
         return (
             f"{self.size}-b{self.batch_size}-wd{self.weight_decay:g}-lr{self.lr:g}"
-            f"-f{self.final_lr_ratio:g}-s{self.seed}"
+            f"-f{self.final_lr_ratio:g}-s{self.seed}-t{self.budget}"
         )
 
     @classmethod
     def from_name(cls, name: str) -> Point:
         m = _NAME.match(name)
         if not m:
-            raise ValueError(f"not a sweep point name: {name!r} (e.g. S-b32-wd2-lr0.004-f0.1-s0)")
+            raise ValueError(
+                f"not a sweep point name: {name!r} (e.g. S-b32-wd2-lr0.004-f0.1-s0-tD)"
+            )
         g = m.groupdict()
         point = cls(
             g["size"],
@@ -101,6 +110,7 @@ class Point:
             float(g["lr"]),
             float(g["final_lr_ratio"]),
             int(g["seed"]),
+            g["budget"],
         )
         if point.name != name:
             raise ValueError(f"{name!r} is not in canonical form; write {point.name!r}")
@@ -111,13 +121,19 @@ class Point:
         """The training stage's group: size and batch size (``S-b32``)."""
         return f"{self.size}-b{self.batch_size}"
 
+    @property
+    def design_point(self) -> str:
+        """The name without the budget: the same configuration at every budget."""
+        return self.name.rsplit("-t", 1)[0]
+
     def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 def expand(spec: Mapping[str, Any]) -> list[Point]:
-    """The points of a ``sweep`` section, in order: the factorial, then one factor at a time
-    from the centre (for each size in ``vary_sizes``), then the centre's seed replicates.
+    """The points of a ``sweep`` section, in order, at each budget of ``budgets`` in turn: the
+    factorial, then one factor at a time from the centre (for each size in ``vary_sizes``), then
+    the centre's seed replicates.
 
     Duplicates are an error (a point listed twice would be one run counted twice).
     """
@@ -139,6 +155,7 @@ def expand(spec: Mapping[str, Any]) -> list[Point]:
         points += [
             Point(**{**center, "size": size, "seed": s}) for s in spec.get("replicate_seeds", [])
         ]
+    points = [replace(p, budget=b) for b in budget_multiples(spec) for p in points]
     names = [p.name for p in points]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
@@ -147,6 +164,24 @@ def expand(spec: Mapping[str, Any]) -> list[Point]:
     if sizes and undefined:
         raise KeyError(f"sweep.sizes does not define {undefined}")
     return points
+
+
+def budget_multiples(spec: Mapping[str, Any]) -> dict[str, int]:
+    """``spec["budgets"]``: each budget's label (``D``, ``2D``, …) → its multiple of
+    ``base.token_budget`` (absent: the one budget ``D``), smallest first. The label must spell its
+    multiple."""
+    budgets = spec.get("budgets") or {"D": 1}
+    if not isinstance(budgets, Mapping):
+        raise ValueError(f"sweep.budgets must map labels to multiples, got {budgets!r}")
+    out = {}
+    for label, k in budgets.items():
+        k = checked_number(f"sweep.budgets.{label}", k, int, low=1)
+        if label != ("D" if k == 1 else f"{k}D"):
+            raise ValueError(
+                f"sweep.budgets: the budget {k} x token_budget is labelled {k}D, not {label!r}"
+            )
+        out[str(label)] = k
+    return dict(sorted(out.items(), key=lambda item: item[1]))  # smallest budget first
 
 
 @dataclass(frozen=True)
@@ -184,7 +219,11 @@ def point_config(params: Mapping[str, Any], point: Point) -> TrainConfig:
     sweep = params["sweep"]
     base = dict(sweep["base"])
     w = "sweep.base."
+    multiples = budget_multiples(sweep)
+    if point.budget not in multiples:
+        raise KeyError(f"{point.name}: sweep.budgets has no budget {point.budget!r}")
     budget = checked_number(w + "token_budget", base.pop("token_budget"), int, low=1)
+    budget *= multiples[point.budget]
     warmup = checked_number(
         w + "warmup_fraction", base.pop("warmup_fraction"), float, low=0, high=1
     )

@@ -2,6 +2,7 @@
 saturation runs (names, configurations differing in the block layout only)."""
 
 import copy
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -59,7 +60,7 @@ def test_expansion_counts_order_and_no_duplicates():
 
 def test_a_point_listed_twice_is_an_error():
     spec = {**SPEC, "vary": {"weight_decay": [0.0]}}  # S-b8-wd0 is already in the factorial
-    with pytest.raises(ValueError, match="more than once.*S-b8-wd0-lr0.001-f0.1-s0"):
+    with pytest.raises(ValueError, match="more than once.*S-b8-wd0-lr0.001-f0.1-s0-tD"):
         expand(spec)
 
 
@@ -78,7 +79,14 @@ def test_names_round_trip(point):
 
 
 @pytest.mark.parametrize(
-    "bad", ["S-b8-wd0-lr0.001-f0.1", "S-b08-wd0-lr0.001-f0.1-s0", "S-b8-wd0.0-lr0.001-f0.1-s0"]
+    "bad",
+    [
+        "S-b8-wd0-lr0.001-f0.1",
+        "S-b08-wd0-lr0.001-f0.1-s0-tD",
+        "S-b8-wd0.0-lr0.001-f0.1-s0-tD",
+        "S-b8-wd0-lr0.001-f0.1-s0",  # no budget
+        "S-b8-wd0-lr0.001-f0.1-s0-tX",  # not a budget label
+    ],
 )
 def test_non_canonical_names_are_rejected(bad):
     with pytest.raises(ValueError):
@@ -90,23 +98,44 @@ def test_repository_grid_is_listed_and_large_enough():
     ≥ 3 seeds of a replicated point."""
     names = check_points_listed(PARAMS["sweep"])
     assert len(names) >= 24 + 2
-    seeds = [Point.from_name(n) for n in names if n.startswith("S-b32-wd0.1-lr0.004-f0.1-")]
-    assert sorted(p.seed for p in seeds) == [0, 1, 2]
+    for budget in ("D", "2D"):  # the same design at each budget
+        seeds = [
+            Point.from_name(n)
+            for n in names
+            if n.startswith("S-b32-wd0.1-lr0.004-f0.1-") and n.endswith(f"-t{budget}")
+        ]
+        assert sorted(p.seed for p in seeds) == [0, 1, 2]
+    by_budget = {}
+    for n in names:
+        p = Point.from_name(n)
+        by_budget.setdefault(p.budget, []).append(p.design_point)
+    assert by_budget["D"] == by_budget["2D"]
 
 
 def test_listed_points_that_drift_from_the_design_are_named():
     spec = dict(PARAMS["sweep"])
-    spec["points"] = spec["points"][:-1] + ["S-b8-wd9-lr0.001-f0.1-s0"]
+    spec["points"] = spec["points"][:-1] + ["S-b8-wd9-lr0.001-f0.1-s0-tD"]
     with pytest.raises(ValueError, match=r"listed but not designed \['S-b8-wd9"):
         check_points_listed(spec)
 
 
 def test_point_config_matches_tokens_and_factors():
-    point = Point.from_name("M-b128-wd2-lr0.004-f0.01-s1")
+    point = Point.from_name("M-b128-wd2-lr0.004-f0.01-s1-tD")
     cfg = point_config(PARAMS, point)
     base = PARAMS["sweep"]["base"]
     assert cfg.total_steps == base["token_budget"] // (128 * base["seq_len"])
     assert cfg.total_steps * cfg.tokens_per_step <= base["token_budget"]
+    twice = point_config(PARAMS, replace(point, budget="2D"))
+    assert twice.total_steps == 2 * base["token_budget"] // (128 * base["seq_len"])
+    assert twice.to_dict() == {
+        **cfg.to_dict(),
+        "total_steps": twice.total_steps,
+        "warmup_steps": twice.warmup_steps,
+        "eval_interval": twice.total_steps,
+    }
+    assert twice.warmup_steps == round(base["warmup_fraction"] * twice.total_steps)
+    with pytest.raises(KeyError, match="no budget '4D'"):
+        point_config(PARAMS, replace(point, budget="4D"))
     # the named lr holds at the reference batch 32; batch 128 gets sqrt(4) = 2 times it
     assert base["lr_scaling"] == {"reference_batch": 32, "exponent": 0.5}
     assert (cfg.batch_size, cfg.weight_decay, cfg.lr, cfg.min_lr_ratio, cfg.seed) == (
@@ -123,7 +152,7 @@ def test_point_config_matches_tokens_and_factors():
 
 
 def test_decay_exponent_is_the_sum_of_lr_times_wd():
-    cfg = point_config(PARAMS, Point.from_name("S-b128-wd2-lr0.004-f0.1-s0"))
+    cfg = point_config(PARAMS, Point.from_name("S-b128-wd2-lr0.004-f0.1-s0-tD"))
     from geolib.models.train import lr_at
 
     assert decay_exponent(cfg) == pytest.approx(
@@ -131,7 +160,7 @@ def test_decay_exponent_is_the_sum_of_lr_times_wd():
     )
     constant = cfg.__class__(**{**cfg.to_dict(), "schedule": "constant", "warmup_steps": 0})
     assert decay_exponent(constant) == pytest.approx(2.0 * 0.008 * cfg.total_steps)
-    no_wd = point_config(PARAMS, Point.from_name("S-b8-wd0-lr0.001-f0.1-s0"))
+    no_wd = point_config(PARAMS, Point.from_name("S-b8-wd0-lr0.001-f0.1-s0-tD"))
     assert decay_exponent(no_wd) == 0.0
 
 
@@ -150,7 +179,7 @@ def test_lr_scaling_follows_the_batch_and_refuses_bad_settings():
         LrScaling.from_params({"reference_batch": 0, "exponent": 0.5})
     # a sweep point trains at the scaled rate; without the key, at the named one
     params = {**PARAMS, "sweep": {**PARAMS["sweep"], "base": dict(PARAMS["sweep"]["base"])}}
-    point = Point.from_name("S-b8-wd0.1-lr0.004-f0.1-s0")
+    point = Point.from_name("S-b8-wd0.1-lr0.004-f0.1-s0-tD")
     assert point_config(params, point).lr == pytest.approx(0.002)
     del params["sweep"]["base"]["lr_scaling"]
     assert point_config(params, point).lr == 0.004
@@ -164,14 +193,14 @@ def test_threads_split_the_cores():
 
 
 def test_a_batch_too_large_for_the_budget_is_refused_when_the_parameters_are_read():
-    """A profile adding batch 16384 (1 step at the default budget) fails at check_grid, naming
+    """A profile adding batch 16384 (a step or two at the default budget) fails at check_grid, naming
     the point, before any stage runs; the repository's grid passes."""
     assert len(check_grid(PARAMS)) == len(PARAMS["sweep"]["points"])
     params = copy.deepcopy(PARAMS)
     params["sweep"]["factorial"]["batch_size"].append(16384)
     params["sweep"]["points"] = [p.name for p in expand(params["sweep"])]
     params["sweep"]["cells"] = list(cells(params["sweep"]["points"]))
-    with pytest.raises(ValueError, match=r"S-b16384-.*only 1 steps"):
+    with pytest.raises(ValueError, match=r"S-b16384-.*only \d+ steps"):
         check_grid(params)
 
 
@@ -230,11 +259,11 @@ def test_cells_group_points_by_size_and_batch_and_must_be_listed():
         assert {f"{Point.from_name(n).size}-b{Point.from_name(n).batch_size}" for n in names} == {
             cell
         }
-    assert cells(["M-b8-wd0-lr0.001-f0.1-s0", "S-b8-wd0-lr0.001-f0.1-s0"]) == {
-        "M-b8": ["M-b8-wd0-lr0.001-f0.1-s0"],
-        "S-b8": ["S-b8-wd0-lr0.001-f0.1-s0"],
+    assert cells(["M-b8-wd0-lr0.001-f0.1-s0-tD", "S-b8-wd0-lr0.001-f0.1-s0-tD"]) == {
+        "M-b8": ["M-b8-wd0-lr0.001-f0.1-s0-tD"],
+        "S-b8": ["S-b8-wd0-lr0.001-f0.1-s0-tD"],
     }
-    name = "S-b32-wd2-lr0.004-f0.1-s1"
+    name = "S-b32-wd2-lr0.004-f0.1-s1-tD"
     assert point_dir({"run_root": "runs/sweep"}, name) == Path("runs/sweep/S-b32") / name
     for wrong in (spec["cells"][::-1], spec["cells"][:-1], [*spec["cells"], "L-b8"]):
         with pytest.raises(ValueError, match=r"sweep\.cells must be \['S-b8', 'S-b32'"):
@@ -257,3 +286,20 @@ def test_a_cell_trains_its_points_into_their_folders(tmp_path, monkeypatch):
     assert calls == [tmp_path / "M-b128" / n for n in names]
     with pytest.raises(KeyError, match=r"'M-b64' is not a cell of the sweep; cells: \['S-b8'"):
         grid.train_cell(path, "M-b64")
+
+
+def test_budgets_expand_every_point_and_are_labelled_by_their_multiple():
+    spec = {**SPEC, "budgets": {"D": 1, "2D": 2}}
+    points = expand(spec)
+    assert len(points) == 2 * len(expand(SPEC))
+    assert [p.budget for p in points] == ["D"] * (len(points) // 2) + ["2D"] * (len(points) // 2)
+    assert expand(SPEC) == points[: len(points) // 2]  # no budgets: the one budget D
+    assert (
+        points[-1].name.endswith("-s2-t2D") and points[-1].design_point == points[11].design_point
+    )
+    with pytest.raises(ValueError, match="labelled 2D"):
+        expand({**SPEC, "budgets": {"D": 1, "twice": 2}})
+    with pytest.raises(ValueError, match="sweep.budgets.D"):
+        expand({**SPEC, "budgets": {"D": 0}})
+    with pytest.raises(ValueError, match="budget must be a label"):
+        Point("S", 8, 0.0, 0.001, 0.1, 0, budget="big")
