@@ -19,8 +19,8 @@ forgetting against the effective rank of W and against ID loss, and the partial 
 geometry with forgetting given ID loss.
 
 Outputs in ``out_dir``: ``forgetting.csv`` (one row per model, with the sweep's per-model
-columns joined), ``window_losses.npz`` (per-window losses before and after, per model),
-``prediction.csv`` and ``r2_gap.csv``.
+columns joined), ``window_losses.npz`` (per-window losses before and after, per model), and per
+token budget ``<budget>/prediction.csv``, ``prediction_within_size.csv`` and ``r2_gap.csv``.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from geolib.data.tokens import load_tokens
 from geolib.data.windows import fixed_windows, sample_windows
 from geolib.files import write_json, write_npz, write_table
 from geolib.measure.evaluate import on_model_device, window_losses
-from geolib.measure.prediction import join_per_model, per_model_tables
+from geolib.measure.prediction import join_per_model, per_model_tables_by_budget
 from geolib.measure.stats import paired_change
 from geolib.models.checkpoints import load, vocab_size_of
 from geolib.models.device import resolve_device
@@ -166,8 +166,10 @@ def run_stage(p: dict[str, Any], sweep: dict[str, Any], models_table: str, log=p
     write_npz(out / "window_losses.npz", **arrays)
     kw = dict(n_boot=int(p["n_boot"]), level=float(p["ci_level"]), seed=int(p["seed"]))
     outcomes = [OUTCOME, "gain"]
-    for stem, frame in per_model_tables(table, outcomes, **kw).items():
-        write_table(out / f"{stem}.csv", frame)
+    for budget, tables in per_model_tables_by_budget(table, outcomes, **kw).items():
+        (out / budget).mkdir(parents=True, exist_ok=True)
+        for stem, frame in tables.items():
+            write_table(out / budget / f"{stem}.csv", frame)
     summary = {
         "n_models": len(table),
         "median_forgetting": float(table[OUTCOME].median()),

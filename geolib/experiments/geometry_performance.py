@@ -3,7 +3,8 @@
     python -m geolib.experiments.geometry_performance --params params.yaml
 
 Gathers every point's ``measures.json`` (stage ``sweep_measure``) into one table
-(``models.csv``, one row per model), then
+(``models.csv``, one row per model of every budget), then, for the models of each token budget
+apart (``<budget>/``, e.g. ``D/`` and ``2D/``: rules v4 decide each sweep row at both),
 computes what the chapter's verdicts read:
 
 * **factor effects** (``effects.csv``): for a factor and two of its levels, the differences of a
@@ -420,14 +421,41 @@ def analyse(
     return paths
 
 
+def analyse_budgets(
+    table: pd.DataFrame,
+    spec: Mapping[str, Any],
+    factorial: Mapping[str, Sequence[Any]],
+    models_table: str | Path,
+    widths: Mapping[str, int] | None = None,
+) -> dict[str, dict[str, Path]]:
+    """:func:`analyse` on the models of each budget (``budget`` column) apart, into
+    ``<folder of models_table>/<budget>/``: every effect, prediction and premise table compares
+    models trained on the same number of tokens. ``models_table`` gets every model of every
+    budget (what the per-model stages, forgetting and quantization, read)."""
+    if "budget" not in table:
+        raise KeyError("the models table has no budget column (re-measure the sweep)")
+    models_table = Path(models_table)
+    write_table(models_table, table)
+    return {
+        str(b): analyse(
+            table[table["budget"] == b], spec, factorial, models_table.parent / b, widths
+        )
+        for b in table["budget"].unique()
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     st = stage(__doc__, "geometry_performance", argv)
     sweep = st.section_of("sweep")
     table = gather(sweep["measures_root"], check_points_listed(sweep))
-    out = Path(st.params["models_table"]).parent
     widths = {size: int(cfg["d_model"]) for size, cfg in sweep["sizes"].items()}
-    paths = analyse(table, st.params, sweep["factorial"], out, widths)
-    return st.done({"models": len(table), "tables": [str(p) for p in paths.values()]})
+    paths = analyse_budgets(table, st.params, sweep["factorial"], st.params["models_table"], widths)
+    return st.done(
+        {
+            "models": len(table),
+            "tables": [str(p) for by in paths.values() for p in by.values()],
+        }
+    )
 
 
 if __name__ == "__main__":

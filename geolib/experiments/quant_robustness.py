@@ -19,7 +19,8 @@ Outputs in ``out_dir``: ``quantization.csv`` (one row per model × setting × sp
 ``settings.csv`` (per setting and split, over models), ``models.csv`` (the sweep's per-model
 table joined with one column per setting and split, ``q_<setting>_<split>``, plus intervals),
 ``layers.csv`` (per GPTQ layer: reconstruction error against round-to-nearest's),
-``window_losses.npz``, ``prediction.csv``, ``r2_gap.csv``, ``summary.json``. No file holds a
+``window_losses.npz``, per token budget ``<budget>/prediction.csv``,
+``prediction_within_size.csv`` and ``r2_gap.csv``, and ``summary.json``. No file holds a
 timing, so that a rerun that changes no number writes the same bytes and reruns nothing below
 it; the seconds per method (quantizing, evaluating, GPTQ's capture and solve) are in the
 summary the stage prints to its log.
@@ -41,7 +42,7 @@ from geolib.data.tokens import load_tokens
 from geolib.data.windows import fixed_windows
 from geolib.files import write_json, write_npz, write_table
 from geolib.measure.evaluate import window_losses
-from geolib.measure.prediction import join_per_model, per_model_tables
+from geolib.measure.prediction import join_per_model, per_model_tables_by_budget
 from geolib.measure.stats import paired_change
 from geolib.models.checkpoints import load, shared_vocab_size
 from geolib.models.device import resolve_device
@@ -221,8 +222,10 @@ def run_stage(p: dict[str, Any], sweep: dict[str, Any], models_table: str, log=p
     kw = dict(n_boot=int(p["n_boot"]), level=float(p["ci_level"]), seed=int(p["seed"]))
     labels = sorted(set(long["setting"]), key=list(long["setting"]).index)
     outcomes = [column(label, OUTCOME_SPLIT) for label in labels]
-    for stem, frame in per_model_tables(table, outcomes, **kw).items():
-        write_table(out / f"{stem}.csv", frame)
+    for budget, tables in per_model_tables_by_budget(table, outcomes, **kw).items():
+        (out / budget).mkdir(parents=True, exist_ok=True)
+        for stem, frame in tables.items():
+            write_table(out / budget / f"{stem}.csv", frame)
     write_table(out / "settings.csv", by_setting(long))
     outcome = long[long.split == OUTCOME_SPLIT]
     summary = {

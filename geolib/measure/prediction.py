@@ -197,6 +197,20 @@ def _loo_residuals(x: np.ndarray, y: np.ndarray, name: str) -> tuple[np.ndarray,
     return e, e / (1 - h)
 
 
+def per_model_tables_by_budget(
+    table: pd.DataFrame, outcomes: Sequence[str], **bootstrap: Any
+) -> dict[str, dict[str, pd.DataFrame]]:
+    """:func:`per_model_tables` over the models of each token budget apart (``budget``
+    column: budget → its tables), so no association pools models trained on different numbers
+    of tokens."""
+    if "budget" not in table:
+        raise KeyError("the per-model table has no budget column (re-measure the sweep)")
+    return {
+        str(b): per_model_tables(part, outcomes, **bootstrap)
+        for b, part in table.groupby("budget", sort=False)
+    }
+
+
 def added_power(
     table: pd.DataFrame,
     outcome: str,

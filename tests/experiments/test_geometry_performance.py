@@ -1,6 +1,7 @@
 """The sweep analysis on synthetic tables with planted effects (known answers)."""
 
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -168,3 +169,24 @@ def test_init_moves_measures_how_far_w_left_its_start_per_batch():
         assert got.loc[(size, 8), "share_of_smallest_batch"] == pytest.approx(1.0)
     with pytest.raises(ValueError, match="init_w_erank"):
         gp.init_moves(synthetic_table(), [8, 32, 128])
+
+
+def test_each_budget_is_analysed_apart_and_the_models_table_holds_all(tmp_path, monkeypatch):
+    """analyse_budgets hands analyse the models of one budget at a time, into <budget>/, and
+    writes every model to the models table (what forgetting and quantization read)."""
+    seen = {}
+
+    def fake_analyse(table, spec, factorial, out_dir, widths=None):
+        seen[Path(out_dir).name] = sorted(table["name"])
+        return {"models": Path(out_dir) / "models.csv"}
+
+    monkeypatch.setattr(gp, "analyse", fake_analyse)
+    table = pd.DataFrame(
+        {"name": ["a-tD", "b-tD", "a-t2D", "b-t2D"], "budget": ["D", "D", "2D", "2D"]}
+    )
+    out = gp.analyse_budgets(table, {}, {}, tmp_path / "models.csv")
+    assert seen == {"D": ["a-tD", "b-tD"], "2D": ["a-t2D", "b-t2D"]}
+    assert set(out) == {"D", "2D"} and out["2D"]["models"] == tmp_path / "2D" / "models.csv"
+    assert sorted(pd.read_csv(tmp_path / "models.csv")["name"]) == sorted(table["name"])
+    with pytest.raises(KeyError, match="no budget column"):
+        gp.analyse_budgets(table.drop(columns="budget"), {}, {}, tmp_path / "m.csv")

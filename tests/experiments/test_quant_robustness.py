@@ -96,6 +96,7 @@ def test_stage_joins_the_per_model_table(tiny_sweep, tmp_path, monkeypatch):
     pd.DataFrame(
         {
             "name": NAMES,
+            "budget": "D",
             "size": ["S" if i % 2 else "M" for i in range(len(NAMES))],
             "loss_id_test": np.linspace(4.5, 3.9, len(NAMES)) + rng.normal(0, 0.05, len(NAMES)),
             "w_erank": rng.uniform(10, 20, len(NAMES)),
@@ -116,12 +117,13 @@ def test_stage_joins_the_per_model_table(tiny_sweep, tmp_path, monkeypatch):
     assert len(st) == 4 * 2 and (st.models == len(NAMES)).all()
     head = st[(st.setting == "rtn3") & (st.split == "id_test")].iloc[0]
     assert head.median_increase == pytest.approx(models["q_rtn3_id_test"].median(), rel=1e-4)
-    pred = pd.read_csv(out / "prediction.csv")
+    assert not (out / "prediction.csv").exists()  # one set of tables per token budget
+    pred = pd.read_csv(out / "D" / "prediction.csv")
     assert set(pred.outcome) == {
         f"q_{s}_id_test" for s in ("rtn3", "gptq3", "rtn3_head", "gptq3_head")
     }
-    assert len(pd.read_csv(out / "r2_gap.csv")) == 4
-    within = pd.read_csv(out / "prediction_within_size.csv")
+    assert len(pd.read_csv(out / "D" / "r2_gap.csv")) == 4
+    within = pd.read_csv(out / "D" / "prediction_within_size.csv")
     assert set(within.outcome) == set(pred.outcome) and set(within["by"]) == {"size"}
     assert summary["n_models"] == len(NAMES) and summary["gptq_worse_than_rtn_layers"] == 0
     assert json.loads((out / "summary.json").read_text())["settings"] == summary["settings"]

@@ -241,3 +241,30 @@ def test_added_power_is_invariant_to_affine_predictor_and_row_order():
         assert again[key] == (
             pytest.approx(value, abs=1e-12) if isinstance(value, float) else value
         )
+
+
+def test_per_model_tables_by_budget_never_pool_budgets():
+    """Each budget's tables equal per_model_tables on that budget's models alone."""
+    from geolib.measure.prediction import per_model_tables, per_model_tables_by_budget
+
+    rng = np.random.default_rng(5)
+    n = 16
+    table = pd.DataFrame(
+        {
+            "budget": ["D"] * n + ["2D"] * n,
+            "size": (["S", "M"] * n),
+            "loss_id_test": rng.normal(4, 0.2, 2 * n),
+            "w_erank": rng.normal(20, 2, 2 * n),
+            "h_erank": rng.normal(10, 1, 2 * n),
+            "forgetting": rng.normal(0.1, 0.02, 2 * n),
+        }
+    )
+    kw = {"n_boot": 200, "seed": 0}
+    got = per_model_tables_by_budget(table, ["forgetting"], **kw)
+    assert list(got) == ["D", "2D"]
+    for b in got:
+        want = per_model_tables(table[table.budget == b], ["forgetting"], **kw)
+        for stem, frame in want.items():
+            pd.testing.assert_frame_equal(got[b][stem], frame)
+    with pytest.raises(KeyError, match="no budget column"):
+        per_model_tables_by_budget(table.drop(columns="budget"), ["forgetting"])

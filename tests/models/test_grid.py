@@ -193,7 +193,7 @@ def test_threads_split_the_cores():
 
 
 def test_a_batch_too_large_for_the_budget_is_refused_when_the_parameters_are_read():
-    """A profile adding batch 16384 (a step or two at the default budget) fails at check_grid, naming
+    """A profile adding batch 16384 (two steps at the default budget) fails at check_grid, naming
     the point, before any stage runs; the repository's grid passes."""
     assert len(check_grid(PARAMS)) == len(PARAMS["sweep"]["points"])
     params = copy.deepcopy(PARAMS)
