@@ -63,15 +63,15 @@ def _targets(module: str, names: list[str]) -> list[str]:
 
 
 def test_module_map_is_complete_and_true():
-    wings = re.findall(r"^([a-z_]+)/? {2,}\S", DOC, flags=re.MULTILINE)
-    modules = re.findall(r"^    ([a-z_]+/?) +\S", DOC, flags=re.MULTILINE)
+    wings = re.findall(r"^([a-z0-9_]+)/? {2,}\S", DOC, flags=re.MULTILINE)
+    modules = re.findall(r"^    ([a-z0-9_]+/?) +\S", DOC, flags=re.MULTILINE)
     # a package inside a wing (``report/chapters/``) lists its modules one level deeper
     inner = {
         f"{package}{name}"
         for package, block in re.findall(
-            r"^    ([a-z_]+/) .*\n((?:        [a-z_]+ .*\n)+)", DOC, flags=re.MULTILINE
+            r"^    ([a-z0-9_]+/) .*\n((?:        [a-z0-9_]+ .*\n)+)", DOC, flags=re.MULTILINE
         )
-        for name in re.findall(r"^        ([a-z_]+) ", block, flags=re.MULTILINE)
+        for name in re.findall(r"^        ([a-z0-9_]+) ", block, flags=re.MULTILINE)
     }
     listed = set(wings) | {m.rstrip("/") for m in modules} | inner
     assert len(modules) == len(set(modules)), "a module is listed twice"

@@ -674,17 +674,17 @@ def test_every_stage_param_is_in_params_yaml_for_every_foreach_item(profile):
 
 
 def test_a_profile_with_a_batch_too_large_for_the_budget_is_refused_when_read(tmp_path):
-    """Batch 4096 at the default token budget trains 1 step: refused when the profile is read
+    """Batch 8192 at the default token budget trains 5 steps: refused when the profile is read
     (not when its stage runs, minutes into the pipeline), naming the point."""
     from geolib.models.grid import cells, expand
 
     sweep = copy.deepcopy(PARAMS["sweep"])
-    sweep["factorial"]["batch_size"] = [*sweep["factorial"]["batch_size"], 4096]
+    sweep["factorial"]["batch_size"] = [*sweep["factorial"]["batch_size"], 8192]
     points = [p.name for p in expand(sweep)]
     profile = tmp_path / "big_batch.yaml"
     changed = {"factorial": sweep["factorial"], "points": points, "cells": list(cells(points))}
     profile.write_text(yaml.safe_dump({"sweep": changed}))
-    with pytest.raises(SystemExit, match=r"big_batch.yaml: .*-b4096-.*only 6 steps"):
+    with pytest.raises(SystemExit, match=r"big_batch.yaml: .*-b8192-.*only 5 steps"):
         _load_script("run_profile").merged_params(profile)
 
 

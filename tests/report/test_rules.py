@@ -175,19 +175,27 @@ def test_every_rule_in_params_yaml_builds():
     import yaml
 
     params = yaml.safe_load((Path(__file__).resolve().parents[2] / "params.yaml").read_text())
-    found = []
+    found, references = [], []
 
-    def walk(node):
+    def walk(node, section):
         if isinstance(node, dict):
-            if "rule" in node:
+            # an alternative may name an earlier revision's rule section ({rule: b1_v3})
+            ref = node.get("rule")
+            if set(node) == {"rule"} and isinstance(ref, str) and section and ref in section:
+                references.append(section[ref])
+            elif isinstance(ref, dict):  # an alternative's own rule ({statistic: …, rule: {…}})
+                walk(ref, section)
+            elif "rule" in node:
                 found.append(rule_from_params(node))
             else:
                 for v in node.values():
-                    walk(v)
+                    walk(v, node if section is None else section)
 
-    walk(params)
+    for chapter in params.values():
+        walk(chapter, chapter if isinstance(chapter, dict) else None)
     assert found, "no verdict rule in params.yaml"
     assert all(r.reason for r in found)
+    assert all(isinstance(r, dict) for r in references)
 
 
 @pytest.mark.parametrize(
