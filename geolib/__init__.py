@@ -87,6 +87,8 @@ report/              imports config, files, measure; knows no models
     outputs          where a chapter writes (pipeline folders, or ``explore/`` under overrides)
     sweep_chapters   the sweep's tables and v1 checks, shared by its three chapters (B1–B5, B7, B8)
     settled_premise  every sweep row's premise: W left its random start and settled (the study)
+    budget_premise   v4's sweep premise: W past its turn at both budgets, one verdict at D and 2D
+    sweep_v4         the sweep's v4 verdicts: each budget's v3 verdict joined under the v4 premise
 """
 
 __version__ = "0.1.0"

@@ -14,7 +14,7 @@ The chapters are ``geometry_performance`` (B1, B2, B7: geometry against performa
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any, ClassVar, Self
@@ -26,6 +26,7 @@ from geolib.config import stage_params
 from geolib.measure import validate as check
 from geolib.measure.geometry import ID_LOSS
 from geolib.measure.stats import count_excluding, entropy_of_counts, proportion_ci, within_groups
+from geolib.report.budget_premise import BUDGETS
 from geolib.report.claims import PROSPECTIVE, Claim, history, scale_of_runs
 from geolib.report.markup import words
 from geolib.report.rules import (
@@ -50,6 +51,7 @@ from geolib.report.settled_premise import (
     tokens_per_param,
     w_premise,
 )
+from geolib.report.sweep_v4 import configuration, points_at
 
 #: the sweep's factors, as :data:`geolib.models.grid.FACTORS` names them (a test keeps them
 #: equal; the report wing knows no models)
@@ -76,6 +78,17 @@ class SweepSetup:
         sweep = stage_params(params_path, "sweep")
         return cls(verdicts, sweep, {s: stage_params(params_path, s) for s in stages})
 
+    def load_budgets(
+        self, chapter: ModuleType, rules: Mapping[str, Any]
+    ) -> tuple[Any, dict[str, Any]]:
+        """A chapter's section and its tables at each token budget (budget → tables of that
+        budget's models, from the analysis stage's ``<budget>/`` folder): what rules v4 read."""
+        section = chapter.Section.from_params(rules, self.verdicts)
+        return section, {
+            b: chapter.load_tables(section.at_budget(b), points_at(self.sweep["points"], b))
+            for b in BUDGETS
+        }
+
     def load(self, chapter: ModuleType, rules: Mapping[str, Any]) -> tuple[Any, Any]:
         """A chapter's section and tables, for a chapter module (B1–B5, B7) whose ``Section``
         reads ``rules`` with the verdicts and whose ``load_tables`` reads the sweep's points."""
@@ -94,6 +107,8 @@ class SweepSetup:
         steps = ", ".join(
             f"{b}: {base['token_budget'] // (b * base['seq_len'])}" for b in levels["batch_size"]
         )
+        multiples = sweep.get("budgets") or {"D": 1}
+        budgets = " and ".join(f"{b} = {k * base['token_budget']:,}" for b, k in multiples.items())
         scaling = base.get("lr_scaling")
         lr = f"peak learning rate {levels['lr']}"
         if scaling and scaling["exponent"]:
@@ -104,7 +119,8 @@ class SweepSetup:
             f"{models['vocab_size'].iloc[0]}. Batch sizes {levels['batch_size']} sequences of "
             f"{base['seq_len']} tokens; weight decay {levels['weight_decay']}; {lr}; annealed to "
             f"{levels['final_lr_ratio']} of the peak; "
-            f"{base['token_budget']:,} tokens per model, so steps by batch size {steps}. Centre "
+            f"each point at {budgets} tokens per model (rules v4 decide every row at each), so "
+            f"steps by batch size at D {steps}. Centre "
             f"{sweep['center']}, varied {sweep['vary']}; seed replicates "
             f"{sweep['replicate_seeds']}."
         )
@@ -187,11 +203,11 @@ class SweepTables:
 
     def scale_runs(self) -> dict[str, dict[str, Any]]:
         """The models as :func:`geolib.report.claims.scale_of_runs` reads them: a configuration
-        is a point less its seed."""
+        is a point less its seed (at its budget)."""
         return {
             r["name"]: {
-                "family": r["name"].rsplit("-s", 1)[0],
-                "seed": r["name"].rsplit("-s", 1)[1],
+                "family": configuration(r["name"])[0],
+                "seed": configuration(r["name"])[1],
                 "params": r["params"],
                 "tokens": r["tokens"],
             }
@@ -387,6 +403,13 @@ class SweepSection:
     @staticmethod
     def check_v2(v2: Mapping[str, Any]) -> None:
         """A chapter's own settings of ``v2`` (none here; an error names the key)."""
+
+    def at_budget(self, budget: str) -> Self:
+        """This section reading the tables of one token budget (the analysis stage's
+        ``<budget>/`` folder beside the models table)."""
+        return replace(
+            self, models_table=self.models_table.parent / budget / self.models_table.name
+        )
 
     def load_sweep(self, points: Sequence[str]) -> SweepTables:
         """The sweep's tables, from where the analysis stage wrote them (``points``: the
@@ -610,7 +633,7 @@ def varies_among(
     (``spread.csv``: from the seed replicates, which must be among them). Returns
     ``(holds, why not)``."""
     models = tables.models
-    family = models["name"].str.rsplit("-s", n=1).str[0]
+    family = models["name"].map(lambda n: configuration(n)[0])
     replicates = sorted(models.loc[family.duplicated(keep=False), "name"])
     gone = [r for r in replicates if r not in set(kept)]
     if gone:
@@ -775,18 +798,25 @@ def sweep_claim(
 
 
 def claims_frame(claims: Sequence[Claim]) -> pd.DataFrame:
-    """The rows of a chapter's claims side by side: v1, v2 and v3 status, key number, robust."""
+    """The rows of a chapter's claims side by side: v1, v2 and v3 status (and v4 where a row
+    has it), key number, robust."""
+    v4 = any(c.rule_v3 for c in claims)
+    versions = ["v1", "v2", "v3", "v4"] if v4 else ["v1", "v2", "v3"]
     return pd.DataFrame(
         [
             {
                 "claim": c.claim_id,
-                "v1": c.rule_v1,
-                "v2": c.rule_v2,
-                "v3": c.status,
+                **dict(
+                    zip(
+                        versions,
+                        [c.rule_v1, c.rule_v2, *([c.rule_v3] if v4 else []), c.status],
+                        strict=True,
+                    )
+                ),
                 "key number": c.key_number,
                 "robust": c.robust,
             }
             for c in claims
         ],
-        columns=["claim", "v1", "v2", "v3", "key number", "robust"],
+        columns=["claim", *versions, "key number", "robust"],
     )

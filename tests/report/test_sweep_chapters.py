@@ -57,7 +57,7 @@ from geolib.report.sweep_chapters import (
 )
 from tests.report.tables import with_interval
 
-POINTS = ["S-b8-s0", "S-b128-s0", "S-b8-s1"]
+POINTS = ["S-b8-s0-tD", "S-b128-s0-tD", "S-b8-s1-tD"]
 
 
 def _tables(folder):
@@ -118,15 +118,15 @@ def test_tables_load_in_point_order_and_answer_the_lookups(tmp_path):
     holds, why = t.varies("loss_ood_bible", 2.0)
     assert not holds and "only 0.5x its seed-to-seed sd (premise: at least 2x)" in why
     runs = t.scale_runs()
-    assert runs["S-b8-s1"] == {"family": "S-b8", "seed": "1", "params": 1000, "tokens": 5000}
+    assert runs["S-b8-s1-tD"] == {"family": "S-b8-tD", "seed": "1", "params": 1000, "tokens": 5000}
     with pytest.raises(KeyError, match=r"0 rows for \{'factor': 'wd'"):
         t.effect("wd", "w_erank")
 
 
 def test_a_missing_point_or_a_duplicated_row_is_an_error(tmp_path):
     folder = _tables(tmp_path / "gp")
-    with pytest.raises(ValueError, match="S-b32-s0"):
-        SweepTables.load(folder, [*POINTS, "S-b32-s0"])
+    with pytest.raises(ValueError, match="S-b32-s0-tD"):
+        SweepTables.load(folder, [*POINTS, "S-b32-s0-tD"])
     table = pd.DataFrame({"outcome": ["a", "a"], "predictor": ["p", "p"]})
     with pytest.raises(KeyError, match="2 rows"):
         row_where(table, outcome="a", predictor="p")
@@ -177,7 +177,7 @@ SWEEP = {
     "center": {"batch_size": 8, "seed": 0},
     "vary": {"final_lr_ratio": [0.0]},
     "replicate_seeds": [1],
-    "points": ["S-b8-s0", "S-b128-s0"],
+    "points": ["S-b8-s0-tD", "S-b128-s0-tD"],
 }
 
 
@@ -206,14 +206,15 @@ def test_a_notebook_reads_its_sections_once_and_words_the_grid(tmp_path):
     )
     section, tables = setup.load(chapter, {"n_boot": 200})
     assert section == (200, setup.verdicts)
-    assert tables == (section, ["S-b8-s0", "S-b128-s0"])
+    assert tables == (section, ["S-b8-s0-tD", "S-b128-s0-tD"])
 
     models = pd.DataFrame({"name": SWEEP["points"], "vocab_size": [4096, 4096]})
     assert setup.grid_words(models) == (
         "**This run's grid.** 2 models. Sizes S (d = 64, 2 layers), M (d = 128, 3 layers); "
         "vocabulary 4096. Batch sizes [8, 128] sequences of 64 tokens; weight decay [0.0, 2.0]; "
-        "peak learning rate [0.004]; annealed to [0.1] of the peak; 262,144 tokens per model, "
-        "so steps by batch size 8: 512, 128: 32. Centre {'batch_size': 8, 'seed': 0}, varied "
+        "peak learning rate [0.004]; annealed to [0.1] of the peak; each point at D = 262,144 "
+        "tokens per model (rules v4 decide every row at each), so steps by batch size at D 8: "
+        "512, 128: 32. Centre {'batch_size': 8, 'seed': 0}, varied "
         "{'final_lr_ratio': [0.0]}; seed replicates [1]."
     )
     scaled = SweepSetup(
@@ -225,6 +226,27 @@ def test_a_notebook_reads_its_sections_once_and_words_the_grid(tmp_path):
     )
     assert "peak learning rate [0.004] at batch 32, times (batch / 32)^0.5; annealed" in (
         scaled.grid_words(models)
+    )
+
+
+def test_a_chapter_loads_its_tables_at_each_budget_and_the_grid_words_name_both():
+    points = ["S-b8-s0-tD", "S-b8-s0-t2D", "S-b128-s0-tD", "S-b128-s0-t2D"]
+    sweep = {**SWEEP, "budgets": {"D": 1, "2D": 2}, "points": points}
+    setup = SweepSetup({"learned_margin": 0.25}, sweep)
+    section = SimpleNamespace(at_budget=lambda b: f"section at {b}")
+    chapter = SimpleNamespace(
+        Section=SimpleNamespace(from_params=lambda rules, verdicts: section),
+        load_tables=lambda at, pts: (at, pts),
+    )
+    got, tables = setup.load_budgets(chapter, {})
+    assert got is section
+    assert tables == {
+        "D": ("section at D", ["S-b8-s0-tD", "S-b128-s0-tD"]),
+        "2D": ("section at 2D", ["S-b8-s0-t2D", "S-b128-s0-t2D"]),
+    }
+    models = pd.DataFrame({"name": points, "vocab_size": [4096] * 4})
+    assert "each point at D = 262,144 and 2D = 524,288 tokens per model" in (
+        setup.grid_words(models)
     )
 
 
@@ -349,7 +371,9 @@ def test_the_models_an_effect_compares_and_the_models_of_cells():
 def test_an_outcome_varies_among_the_learned_models_against_its_seed_sd():
     models = pd.DataFrame(
         {
-            "name": ["S-a-s0", "S-a-s1", "S-b-s0", "M-a-s0", "M-b-s0", "M-c-s0"],
+            "name": [
+                f"{n}-tD" for n in ("S-a-s0", "S-a-s1", "S-b-s0", "M-a-s0", "M-b-s0", "M-c-s0")
+            ],
             "size": ["S", "S", "S", "M", "M", "M"],
             "y": [1.0, 1.0, 4.0, 10.0, 12.0, 14.0],
         }
@@ -360,8 +384,8 @@ def test_an_outcome_varies_among_the_learned_models_against_its_seed_sd():
     ok, why = varies_among(t, "y", list(models.name), 2.0)
     assert ok and f"only {sd / 0.5:.2g}x" in why
     assert not varies_among(t, "y", list(models.name), sd / 0.5 + 0.01)[0]
-    ok, why = varies_among(t, "y", ["S-a-s0", "S-b-s0", "M-a-s0"], 1.0)
-    assert not ok and "replicates that did not learn: ['S-a-s1']" in why
+    ok, why = varies_among(t, "y", ["S-a-s0-tD", "S-b-s0-tD", "M-a-s0-tD"], 1.0)
+    assert not ok and "replicates that did not learn: ['S-a-s1-tD']" in why
 
 
 def test_shares_carry_their_clopper_pearson_interval_and_tables_their_exclusions():
@@ -442,7 +466,7 @@ def test_a_sweep_claim_row_carries_v3_its_words_and_v1_and_v2():
     v1.decide("B3", "b", 0.4, 0.3, 0.45, "share")
     decision = combined([decide_interval(rule_from_params(rule), 0.8, 0.6, 0.9, "share")])
     models = pd.DataFrame(
-        {"name": ["S-b8-s0", "S-b8-s1"], "params": [1000] * 2, "tokens": [5000] * 2}
+        {"name": ["S-b8-s0-tD", "S-b8-s1-tD"], "params": [1000] * 2, "tokens": [5000] * 2}
     )
     who = learned_models(models.assign(loss_id_test=[5.0, 5.0]), 6.0, 0.25)
     row = sweep_claim(

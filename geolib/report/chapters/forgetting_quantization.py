@@ -46,6 +46,8 @@ from geolib.measure.stats import (
     partial_spearman_within,
     r_squared,
 )
+from geolib.report import sweep_v4
+from geolib.report.budget_premise import AtBudget
 from geolib.report.claims import PROSPECTIVE, Claim, scale_of_runs
 from geolib.report.markup import words
 from geolib.report.rules import (
@@ -80,6 +82,7 @@ from geolib.report.sweep_chapters import (
     unigram_entropy,
     v3_spec,
 )
+from geolib.report.sweep_v4 import V4, configuration
 
 CHAPTER, ANCHOR = "forgetting_quantization", "verdict-b8"
 RANK = "w_erank"
@@ -260,19 +263,24 @@ def load_tables(
     points: list[str],
     unigram_counts: str | Path,
     premise: PremiseSpec,
+    budget: str,
 ) -> Tables:
-    """B8's tables from the stages' folders (``forgetting.out_dir``, ``quantization.out_dir``),
-    one row per sweep point of ``points``, the training split's token counts
+    """B8's tables at one token budget from the stages' folders (``forgetting.out_dir``,
+    ``quantization.out_dir``; their prediction tables under ``<budget>/``), one row per sweep
+    point of ``points`` (that budget's), the training split's token counts
     (``sweep_v3.unigram_counts``: who learned) and the study's table the premise reads."""
     fg, qz = Path(forgetting_dir), Path(quantization_dir)
     names = ("prediction.csv", "prediction_within_size.csv", "r2_gap.csv")
     read = {
-        fam: [pd.read_csv(folder / n) for n in names]
+        fam: [pd.read_csv(folder / budget / n) for n in names]
         for fam, folder in zip(FAMILIES, (fg, qz), strict=True)
     }
     models = pd.read_csv(qz / "models.csv")
+    models = models[models["name"].isin(points)]
+    forgetting = pd.read_csv(fg / "forgetting.csv")
+    forgetting = forgetting[forgetting["name"].isin(points)]
     return Tables(
-        forgetting=one_row_per_point(pd.read_csv(fg / "forgetting.csv"), points, "forgetting.csv"),
+        forgetting=one_row_per_point(forgetting, points, "forgetting.csv"),
         quantization=one_row_per_point(models, points, "quantization models.csv"),
         block_settings=tuple(json.loads((qz / "summary.json").read_text())["block_settings"]),
         prediction={fam: t[0] for fam, t in read.items()},
@@ -363,7 +371,7 @@ def spread(frame: pd.DataFrame, column: str, *, within: bool, level: float) -> d
         dev, dof = y - y.mean(), len(y) - 1
     across = math.sqrt(float(dev @ dev) / dof) if dof > 0 else math.nan
     ss, seed_dof = 0.0, 0
-    for _, g in frame.groupby(frame["name"].str.rsplit("-s", n=1).str[0]):
+    for _, g in frame.groupby(frame["name"].map(lambda n: configuration(n)[0])):
         v = g[column].to_numpy(np.float64)
         ss, seed_dof = ss + float(((v - v.mean()) ** 2).sum()), seed_dof + len(v) - 1
     seed_sd = math.sqrt(ss / seed_dof) if seed_dof else math.nan
@@ -585,7 +593,7 @@ def _scale(tables: Tables, who: Learners) -> str:
         return f"{len(tables.forgetting)} sweep models, none learned"
     runs = {}
     for r in f.to_dict("records"):
-        point, seed = r["name"].rsplit("-s", 1)
+        point, seed = configuration(r["name"])
         runs[r["name"]] = {
             "family": point,
             "seed": seed,
@@ -644,3 +652,19 @@ def b8(tables: Tables, section: Section) -> Claim:
 def verdicts(tables: Tables, section: Section) -> list[Claim]:
     """The chapter's claim rows: B8."""
     return [b8(tables, section)]
+
+
+def verdicts_v4(tables: Mapping[str, Tables], section: Section, v4: V4) -> list[Claim]:
+    """B8's v4 row: v3's checks and alternatives on the models of each budget, combined by the
+    v4 premise (:mod:`geolib.report.sweep_v4`)."""
+
+    def reading(budget: str, claim: str) -> AtBudget:
+        t = tables[budget]
+        status, key = deciding_check(b8_checks(t, section))
+        alts = {
+            n: deciding_check(b8_checks(t, section, c))[0] for n, c in section.alternatives.items()
+        }
+        premise = w_premise(t.study, section.w_premise, tokens_per_param(t.forgetting))
+        return AtBudget(budget, premise, status, key, alts)
+
+    return sweep_v4.verdicts_v4(lambda b: verdicts(tables[b], section), reading, v4)

@@ -29,6 +29,8 @@ from geolib.measure.stats import (
     pearson_along,
     spearman_along,
 )
+from geolib.report import sweep_v4
+from geolib.report.budget_premise import AtBudget
 from geolib.report.claims import Claim
 from geolib.report.rules import (
     INCONCLUSIVE,
@@ -57,6 +59,7 @@ from geolib.report.sweep_chapters import (
     sweep_claim,
     varies_among,
 )
+from geolib.report.sweep_v4 import V4, at_budget, b1_added_power
 
 CHAPTER = "geometry_performance"
 #: the MyST target of each claim's verdict cell in the chapter
@@ -501,3 +504,62 @@ def verdicts(tables: Tables, section: Section) -> list[Claim]:
             )
         )
     return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# v4: each row at two token budgets (geolib.report.sweep_v4)
+# ---------------------------------------------------------------------------------------------
+
+
+def b1_v4(
+    tables: Tables, section: Section, v4: V4, change: Mapping[str, Any] | None = None
+) -> tuple[Verdict, str]:
+    """B1 v4 on one budget's learned models, after v3's premise (enough learned models per size,
+    the outcome varying beyond its seed noise): rank's added predictive power beyond the
+    configuration (:func:`~geolib.report.sweep_v4.b1_added_power`). A declared alternative
+    ``{rule: b1_v3}`` is v3's rule on the same models."""
+    change = dict(change or {})
+    if change.get("rule") == "b1_v3":
+        d = b1(tables, section)
+        return d.verdict, d.key_number
+    rule = rule_from_params(change.get("rule", v4.b1["decide"]))
+    learned_ = learned(tables, section)
+    outcome = change.get("outcome", ID_LOSS)
+    ok, why = _premise(tables, section, outcome, learned_)
+    if not ok:
+        return given_premise(rule, False, why, lambda: rule), "added power: not computed"
+    try:
+        verdict, key, _ = b1_added_power(
+            tables.sweep.models, learned_.kept, v4.b1, change, level=section.level
+        )
+    except ValueError as err:  # too few learned models for the configuration's design
+        return given_premise(rule, False, str(err), lambda: rule), "added power: not computed"
+    return verdict, key
+
+
+def verdicts_v4(tables: Mapping[str, Tables], section: Section, v4: V4) -> list[Claim]:
+    """The chapter's v4 rows (B1, B2, B7): each claim's v3 rule (B1: v4's added power, v3's rule
+    an alternative) on the models of each budget, combined by the v4 premise."""
+    columns = {b: set(t.sweep.models.columns) for b, t in tables.items()}
+
+    def reading(budget: str, claim: str) -> AtBudget:
+        t = tables[budget]
+        premise = settled(t, section)
+        if claim == "B1":
+            verdict, key = b1_v4(t, section, v4)
+            alts = {}
+            for name, change in v4.b1["alternatives"].items():
+                needs = {change.get("predictor", "w_erank"), change.get("outcome", ID_LOSS)}
+                measured = needs <= columns[budget] | {"loss_ood_mean"}
+                alts[name] = b1_v4(t, section, v4, change)[0].status if measured else NOT_RUN
+            return at_budget(budget, premise, verdict, key, alts)
+        d = DECIDE[claim][1](t, section, None)
+        return at_budget(budget, premise, d.verdict, d.key_number, alternatives(t, section, claim))
+
+    b1_rule = rule_from_params(v4.b1["decide"]).describe()
+    rules = {
+        "B1": "v4, learned models of each budget, after the premise that ID loss varies: "
+        f"leave-one-out ΔR² of adding erank W to ID loss ~ {' + '.join(v4.b1['factors'])} "
+        f"(one-hot), {b1_rule}"
+    }
+    return sweep_v4.verdicts_v4(lambda b: verdicts(tables[b], section), reading, v4, rules=rules)

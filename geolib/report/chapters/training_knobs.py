@@ -21,6 +21,8 @@ import numpy as np
 from geolib.measure import validate as check
 from geolib.measure.geometry import ID_LOSS
 from geolib.measure.stats import proportion_ci
+from geolib.report import sweep_v4
+from geolib.report.budget_premise import AtBudget
 from geolib.report.claims import Claim
 from geolib.report.rules import (
     INCONCLUSIVE,
@@ -49,6 +51,7 @@ from geolib.report.sweep_chapters import (
     sweep_claim,
     words,
 )
+from geolib.report.sweep_v4 import V4, at_budget
 
 CHAPTER = "training_knobs"
 #: the MyST target of each claim's verdict cell in the chapter
@@ -407,3 +410,16 @@ def verdicts(tables: Tables, section: Section) -> list[Claim]:
             )
         )
     return rows
+
+
+def verdicts_v4(tables: Mapping[str, Tables], section: Section, v4: V4) -> list[Claim]:
+    """The chapter's v4 rows (B3, B4, B5): each claim's v3 rule and alternatives on the models
+    of each budget, combined by the v4 premise (:mod:`geolib.report.sweep_v4`)."""
+
+    def reading(budget: str, claim: str) -> AtBudget:
+        t = tables[budget]
+        d = DECIDE[claim][1](t, section, None)
+        alts = alternatives(t, section, claim)
+        return at_budget(budget, settled(t, section), d.verdict, d.key_number, alts)
+
+    return sweep_v4.verdicts_v4(lambda b: verdicts(tables[b], section), reading, v4)

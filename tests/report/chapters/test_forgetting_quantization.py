@@ -19,6 +19,7 @@ from geolib.report.claims import PROSPECTIVE
 from geolib.report.rules import INCONCLUSIVE, NOT_REPRODUCED, PARTLY, REPRODUCED
 from geolib.report.settled_premise import RULE_WORDS as PREMISE_RULE
 from geolib.report.settled_premise import PremiseSpec
+from geolib.report.sweep_v4 import V4
 from tests.report.chapters.sweep_params import study
 
 ENTROPY = 6.0  # unigram entropy of the "training tokens": a model learned below 5.75 nats
@@ -50,7 +51,7 @@ def models(n=40, *, kind="loss", seed=0, ci=0.02, seed_noise=0.01, noise=0.01):
     rng = np.random.default_rng(seed)
     rows = []
     for size, shift in (("S", 0.0), ("M", 1.0)):
-        names = [f"{size}-p{i}-s0" for i in range(n)] + [f"{size}-p0-s1", f"{size}-p0-s2"]
+        names = [f"{size}-p{i}-s0-tD" for i in range(n)] + [f"{size}-p0-s1-tD", f"{size}-p0-s2-tD"]
         loss = rng.uniform(4.0, 5.0, n)
         rank = rng.normal(30.0 + 30 * shift, 5.0, n)
         loss, rank = np.r_[loss, loss[0], loss[0]], np.r_[rank, rank[0], rank[0]]
@@ -72,7 +73,9 @@ def models(n=40, *, kind="loss", seed=0, ci=0.02, seed_noise=0.01, noise=0.01):
     z_rank = (f["w_erank"] - f.groupby("size")["w_erank"].transform("mean")) / 5.0
     base = {"loss": z_loss, "rank": z_rank, "noise": 0 * z_loss, "mixed": z_loss + 0.5 * z_rank}
     y = 0.1 * base[kind] + rng.normal(0.0, noise, len(f))
-    y += np.where(f["name"].str.endswith(("-s1", "-s2")), rng.normal(0, seed_noise, len(f)), 0)
+    y += np.where(
+        f["name"].str.endswith(("-s1-tD", "-s2-tD")), rng.normal(0, seed_noise, len(f)), 0
+    )
     for col in ["forgetting", *QCOLS]:
         f[col], f[f"{col}_ci_low"], f[f"{col}_ci_high"] = y, y - ci, y + ci
     return f
@@ -180,13 +183,15 @@ def test_load_tables_reads_the_stage_folders(tmp_path):
     frame = models(5)
     points = list(frame["name"])
     fg, qz = tmp_path / "fg", tmp_path / "qz"
+    # the stage tables hold every budget's models; the prediction tables sit under <budget>/
+    other = frame.assign(name=frame["name"].str.replace("-tD", "-t2D"))
     for folder, name in ((fg, "forgetting.csv"), (qz, "models.csv")):
-        folder.mkdir()
-        frame.to_csv(folder / name, index=False)
-        prediction(good_rows()).to_csv(folder / "prediction.csv", index=False)
-        prediction(good_rows()).to_csv(folder / "prediction_within_size.csv", index=False)
+        (folder / "D").mkdir(parents=True)
+        pd.concat([other, frame]).to_csv(folder / name, index=False)
+        prediction(good_rows()).to_csv(folder / "D" / "prediction.csv", index=False)
+        prediction(good_rows()).to_csv(folder / "D" / "prediction_within_size.csv", index=False)
         pd.DataFrame({"r2_gap": [0.1], "ci_low": [0.0], "ci_high": [0.2]}).to_csv(
-            folder / "r2_gap.csv", index=False
+            folder / "D" / "r2_gap.csv", index=False
         )
     (qz / "summary.json").write_text(json.dumps({"block_settings": list(SETTINGS)}))
     pd.DataFrame({"token_id": [0, 1], "token": ["a", "b"], "count": [1, 1]}).to_csv(
@@ -194,14 +199,17 @@ def test_load_tables_reads_the_stage_folders(tmp_path):
     )
     premise = PremiseSpec(tmp_path / "settling.csv", "w_erank", {"S": "d32"}, "p")
     with pytest.raises(FileNotFoundError, match="training_length_tables"):
-        fq.load_tables(fg, qz, points, tmp_path / "f.csv", premise)
+        fq.load_tables(fg, qz, points, tmp_path / "f.csv", premise, "D")
     study().to_csv(premise.study, index=False)
-    t = fq.load_tables(fg, qz, points, tmp_path / "f.csv", premise)
+    t = fq.load_tables(fg, qz, points, tmp_path / "f.csv", premise, "D")
+    assert list(t.forgetting["name"]) == points and list(t.quantization["name"]) == points
+    with pytest.raises(FileNotFoundError):  # no tables at a budget the stages did not write
+        fq.load_tables(fg, qz, points, tmp_path / "f.csv", premise, "2D")
     assert t.block_settings == SETTINGS and t.unigram_entropy == pytest.approx(math.log(2))
     assert [o.column for o in t.outcomes] == ["forgetting", *QCOLS]
     pd.testing.assert_frame_equal(t.study, study())
     with pytest.raises(ValueError, match="missing"):  # a table cut short
-        fq.load_tables(fg, qz, [*points, "S-extra-s0"], tmp_path / "f.csv", premise)
+        fq.load_tables(fg, qz, [*points, "S-extra-s0-tD"], tmp_path / "f.csv", premise, "D")
 
 
 def test_tables_check_their_columns_and_models():
@@ -218,7 +226,9 @@ def test_tables_check_their_columns_and_models():
 def test_spread_against_closed_forms():
     f = pd.DataFrame(
         {
-            "name": ["S-a-s0", "S-a-s1", "S-b-s0", "M-a-s0", "M-b-s0", "M-c-s0"],
+            "name": [
+                f"{n}-tD" for n in ("S-a-s0", "S-a-s1", "S-b-s0", "M-a-s0", "M-b-s0", "M-c-s0")
+            ],
             "size": ["S", "S", "S", "M", "M", "M"],
             "y": [1.0, 1.2, 2.0, 5.0, 6.0, 7.0],
         }
@@ -309,7 +319,7 @@ def test_v3_premise_fails_when_the_outcome_is_noise(params):
 
 def test_v3_premise_fails_with_too_few_learned_models_in_a_size(params):
     f = models(20, kind="loss")
-    f.loc[(f["size"] == "M") & ~f["name"].str.contains(r"-p[1-3]-s0$"), "loss_id_test"] = 7
+    f.loc[(f["size"] == "M") & ~f["name"].str.contains(r"-p[1-3]-s0-tD$"), "loss_id_test"] = 7
     checks = fq.b8_checks(tables(f), section(params))  # 3 of M's 22 models learned
     assert set(statuses(checks)) == {INCONCLUSIVE}
     assert "too few models learned: 3 in size M (premise: at least 4 per size)" in checks[0][1]
@@ -338,7 +348,7 @@ def test_an_interval_that_excludes_its_estimate_is_decided_on_it_and_said_so(par
 
 def test_v3_premise_fails_without_seed_replicates_among_the_learners(params):
     f = models(20, kind="loss")
-    f.loc[f["name"].str.endswith(("-s1", "-s2")), "loss_id_test"] = ENTROPY  # not learned
+    f.loc[f["name"].str.endswith(("-s1-tD", "-s2-tD")), "loss_id_test"] = ENTROPY  # not learned
     checks = fq.b8_checks(tables(f), section(params))
     assert set(statuses(checks)) == {INCONCLUSIVE} and "no seed replicates" in checks[0][1]
 
@@ -346,7 +356,7 @@ def test_v3_premise_fails_without_seed_replicates_among_the_learners(params):
 def test_a_model_that_did_not_learn_is_left_out(params):
     f = models(60, kind="loss")
     # twenty models at the unigram entropy whose forgetting follows their rank, not their loss
-    wild = f.iloc[:20].assign(name=[f"S-wild{i}-s0" for i in range(20)], loss_id_test=ENTROPY)
+    wild = f.iloc[:20].assign(name=[f"S-wild{i}-s0-tD" for i in range(20)], loss_id_test=ENTROPY)
     wild["w_erank"] = np.linspace(20.0, 40.0, 20)
     for c in ("forgetting", "forgetting_ci_low", "forgetting_ci_high"):
         wild[c] = (
@@ -447,3 +457,15 @@ def test_excluding_counts_intervals_that_miss_their_estimate(params):
             ("forgetting/forgetting.csv", "forgetting"), "intervals"
         ]
     ) == len(f)
+
+
+def test_v4_row_reads_b8_at_each_budget_and_keeps_v3(params):
+    t, sec = tables(models(20, kind="loss")), section(params)
+    v3 = fq.b8(t, sec)
+    v4 = V4.from_params(params["geometry_performance"])
+    (row,) = fq.verdicts_v4({"D": t, "2D": t}, sec, v4)
+    status, key = fq.deciding_check(fq.b8_checks(t, sec))
+    assert row.rule_v3 == v3.status and row.decided == PROSPECTIVE
+    assert row.key_number.startswith(f"D: {key}; 2D: {key}")
+    past = fq.w_premise(t.study, sec.w_premise, fq.tokens_per_param(t.forgetting)).past_turn
+    assert row.status == (status if past else INCONCLUSIVE)

@@ -67,7 +67,7 @@ def _models(n: int, seed: int = 0, **columns) -> pd.DataFrame:
     size = np.repeat(["S", "M"], n)
     m = (size == "M").astype(float)
     z_id, z_rank = rng.standard_normal(2 * n), rng.standard_normal(2 * n)
-    names = [f"{s}-p{i % n}-s0" for i, s in enumerate(size)]
+    names = [f"{s}-p{i % n}-s0-tD" for i, s in enumerate(size)]
     for k in (1, n + 1):  # p1 is a seed replicate of p0 in each size
         names[k] = names[k - 1].replace("-s0", "-s1")
     base = {
@@ -162,7 +162,7 @@ def test_b1_leaves_out_the_models_that_did_not_learn():
     bad = _b1_models(20, 0.9, seed=1).assign(
         loss_id_test=lambda t: 6.5 + (t.loss_id_test - t.loss_id_test.mean()),
         w_erank=lambda t: t.w_erank + 20,
-        name=lambda t: [f"{s}-x{i}-s0" for i, s in enumerate(t["size"])],
+        name=lambda t: [f"{s}-x{i}-s0-tD" for i, s in enumerate(t["size"])],
     )
     models = pd.concat([learners, bad], ignore_index=True)
     d = gp.b1(_tables(models), SEC)
@@ -428,3 +428,43 @@ def test_r2_gaps_and_partials_of_too_few_models_are_empty_tables():
     kept = list(t.sweep.models["name"])[:3]
     assert gp.r2_gaps(t, SEC, kept).empty and gp.partials(t, SEC, kept).empty
     assert list(gp.r2_gaps(t, SEC, kept).columns) == ["outcome", "r2_gap", "ci_low", "ci_high"]
+
+
+# --- v4: each row at two budgets -------------------------------------------------------------
+
+V4_B1 = {
+    "factors": ["size"],
+    "decide": rule_params(rule="threshold", threshold=0.05, direction="below"),
+    "alternatives": {"within-size R² (v3)": {"rule": "b1_v3"}},
+}
+V4 = gp.V4("v4 because.", V4_B1)
+
+
+def test_b1_v4_decides_on_what_rank_adds_beyond_the_configuration():
+    models = _b7_models(60)  # rank independent of loss within size
+    verdict, key = gp.b1_v4(_tables(models), SEC, V4)
+    assert verdict.status == REPRODUCED and key.startswith("ΔR² (held out) of w_erank")
+    tracking = models.assign(w_erank=models.w_erank + 50 * models.loss_id_test)
+    assert gp.b1_v4(_tables(tracking), SEC, V4)[0].status == NOT_REPRODUCED
+    # the declared alternative is v3's rule on the same models
+    v3 = gp.b1(_tables(models), SEC)
+    assert gp.b1_v4(_tables(models), SEC, V4, {"rule": "b1_v3"}) == (v3.verdict, v3.key_number)
+
+
+def test_v4_rows_join_both_budgets_and_keep_v3():
+    models = _b7_models(60).assign(w_erank_per_width=lambda t: t.w_erank / 64)
+    t = _tables(models, **_v1_v2_tables())
+    assert gp.settled(t, SEC).past_turn  # the fixture's study: W past its turn
+    v3 = {c.claim_id: c for c in gp.verdicts(t, SEC)}
+    rows = {c.claim_id: c for c in gp.verdicts_v4({"D": t, "2D": t}, SEC, V4)}
+    assert list(rows) == ["B1", "B2", "B7"]
+    for claim, row in rows.items():
+        assert row.rule_v3 == v3[claim].status and row.decided == PROSPECTIVE
+        assert row.key_number.startswith("D: ") and "; 2D: " in row.key_number
+    assert rows["B1"].status == REPRODUCED and rows["B1"].rule.startswith("v4, learned models")
+    assert rows["B2"].status == gp.DECIDE["B2"][1](t, SEC, None).verdict.status
+    # the same rows on models whose rank tracks loss at 2D: B1 depends on training length
+    tracking = models.assign(w_erank=models.w_erank + 50 * models.loss_id_test)
+    tracking = _tables(tracking, **_v1_v2_tables())
+    b1 = gp.verdicts_v4({"D": t, "2D": tracking}, SEC, V4)[0]
+    assert b1.status == INCONCLUSIVE and "still depends on training length" in b1.key_number

@@ -16,6 +16,7 @@ from geolib.report.chapters import training_knobs as tk
 from geolib.report.claims import PROSPECTIVE
 from geolib.report.rules import INCONCLUSIVE, NOT_REPRODUCED, NOT_RUN, PARTLY, REPRODUCED
 from geolib.report.sweep_chapters import SweepTables
+from geolib.report.sweep_v4 import V4
 from tests.report.chapters.sweep_params import SHARED, rule_params, study
 
 SIDES = {"seed sd treated as known": {"seed_sd": "known"}, "sigma^2": {"quantity": "w_erank_sq"}}
@@ -51,7 +52,7 @@ ENTROPY = 6.0  # a loss of 5 learned (margin 0.25)
 
 
 def _name(size, b, wd, lr, f=0.1, seed=0) -> str:
-    return f"{size}-b{b}-wd{wd:g}-lr{lr:g}-f{f:g}-s{seed}"
+    return f"{size}-b{b}-wd{wd:g}-lr{lr:g}-f{f:g}-s{seed}-tD"
 
 
 def _models(wd=(0.01, 0.1), not_learned=()) -> pd.DataFrame:
@@ -270,3 +271,17 @@ def test_the_committed_section_parses_and_bad_sections_are_named():
         tk.Section.from_params({**SECTION, "b3_v3": {**SECTION["b3_v3"], "u_shape": u}}, margin)
     with pytest.raises(ValueError, match="ci_level"):
         tk.Section.from_params({**SECTION, "ci_level": 1.5}, margin)
+
+
+def test_v4_rows_read_each_budget_with_v3s_rule_and_keep_v3():
+    t = _tables()
+    v4 = V4("v4 because.", {})
+    v3 = {c.claim_id: c for c in tk.verdicts(t, SEC)}
+    rows = {c.claim_id: c for c in tk.verdicts_v4({"D": t, "2D": t}, SEC, v4)}
+    assert list(rows) == ["B3", "B4", "B5"]
+    past = tk.settled(t, SEC).past_turn
+    for claim, row in rows.items():
+        expected = tk.DECIDE[claim][1](t, SEC, None).verdict.status if past else INCONCLUSIVE
+        assert row.status == expected and row.rule_v3 == v3[claim].status
+        assert row.decided == PROSPECTIVE and row.key_number.startswith("D: ")
+        assert "v4: v4 because." in row.revision and "(retired in v4)" in row.revision
