@@ -435,6 +435,7 @@ def analyse_budgets(
     if "budget" not in table:
         raise KeyError("the models table has no budget column (re-measure the sweep)")
     models_table = Path(models_table)
+    models_table.parent.mkdir(parents=True, exist_ok=True)
     write_table(models_table, table)
     return {
         str(b): analyse(
