@@ -62,7 +62,6 @@ PRIORITY = [
     "quantization_tables",
     "forgetting_tables",
     # training, the longest stages first
-    "ladder_train@l",
     "train_*",
     "ladder_train@*",
     "saturation_train@*",

@@ -176,22 +176,25 @@ _SIZE_KEY = re.compile(
 def test_the_rehearsal_is_the_paper_profile_with_only_sizes_counts_and_budgets_cut():
     """profiles/rehearsal.yaml: against the paper profile, every key it changes is
     a size, a count or a budget, or a list cut to a subset (common.device aside: this machine
-    has no GPU), or a released model or a size of the training-length study left out; the hub
-    corpus, the hub names and the design's levels stay the paper's."""
+    has no GPU), or a released model, a size of the training-length study, a saturation width
+    or a ladder rung left out; the hub corpus, the hub names and the design's levels stay the
+    paper's."""
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
     defaults = load_params(root / "params.yaml")
     paper = flatten(apply_profiles(defaults, root / "profiles" / "paper.yaml"))
     rehearsal = flatten(apply_profiles(defaults, root / "profiles" / "rehearsal.yaml"))
-    # the released models and the study's sizes may be cut to some of the paper's (each kept
-    # one unchanged but for its sizes)
+    # the released models, the study's sizes, the saturation widths and the ladder's rungs may
+    # be cut to some of the paper's (each kept one unchanged but for its sizes)
     dropped = set(paper) - set(rehearsal)
     assert set(rehearsal) <= set(paper)
     droppable = (
         "pretrained.models.",
         "training_length.sizes.",
         "training_length.min_tokens_per_param.",  # a size's own budget goes with the size
+        "saturation.widths.",
+        "scale.rungs.",
     )
     assert all(k.startswith(droppable) for k in dropped), sorted(dropped)
     assert any(k.startswith("pretrained.models.") for k in rehearsal)

@@ -93,14 +93,14 @@ def test_a_seeded_rung_differs_from_its_rung_in_the_seed_only():
 
 
 def test_a_rung_differs_from_the_default_run_in_its_shape_only():
-    cfg, run_dir = ladder.rung(ROOT / "params.yaml", "l")
+    cfg, run_dir = ladder.rung(ROOT / "params.yaml", "s")
     default = params_to_config(ROOT / "params.yaml", "train_pythia", base="train")
-    assert run_dir == Path("runs/ladder/l")
+    assert run_dir == Path("runs/ladder/s")
     mine, theirs = asdict(cfg), asdict(default)
     assert {k for k in mine if mine[k] != theirs[k]} == {"model"}
     changed = {k for k in mine["model"] if mine["model"][k] != theirs["model"][k]}
     assert changed and changed <= set(ladder.SHAPE)
-    assert {k: mine["model"][k] for k in ladder.SHAPE} == PARAMS["scale"]["rungs"]["l"]
+    assert {k: mine["model"][k] for k in ladder.SHAPE} == PARAMS["scale"]["rungs"]["s"]
     with pytest.raises(ValueError, match="not a rung"):
         ladder.rung(ROOT / "params.yaml", "xxl")
 
