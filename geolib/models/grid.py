@@ -7,7 +7,10 @@ fraction of the peak) and the seed; its name spells them out
 and the token budget it trains for (``S-b32-wd2-lr0.004-f0.1-s0-tD``) so that a DVC ``foreach``
 stage per name reruns exactly the points whose values change. Every point of a budget trains on
 the same number of tokens (``budgets``: a multiple of ``base.token_budget``, each model annealed
-to the end of its own schedule): batch size therefore also sets the number of steps. The grid
+to the end of its own schedule): batch size therefore also sets the number of steps. On the
+warmup-stable-decay schedule a point's smaller budgets are cooldown branches of its largest
+(:func:`branch_plan`): each starts from the largest run's checkpoint where its own decay begins,
+and ends bitwise as if trained from step 0, at the cost of its decay alone. The grid
 is a full factorial, plus one factor at a time from a centre point, plus seed replicates of the
 centre, each at every budget (section ``sweep`` of ``params.yaml``): the same design at D and at
 2D tokens, so a verdict can be read twice and checked for its dependence on training length.
@@ -44,7 +47,7 @@ from typing import Any
 
 from geolib.config import checked_number, deep_update, load_params
 from geolib.models import runs
-from geolib.models.train import TrainConfig, lr_at, train
+from geolib.models.train import Branch, TrainConfig, branch_problem, lr_at, train
 from geolib.stage import add_jobs_option
 
 #: fewest optimizer steps a point may train (fewer and W barely leaves its initialisation)
@@ -222,11 +225,14 @@ def point_config(params: Mapping[str, Any], point: Point) -> TrainConfig:
     multiples = budget_multiples(sweep)
     if point.budget not in multiples:
         raise KeyError(f"{point.name}: sweep.budgets has no budget {point.budget!r}")
-    budget = checked_number(w + "token_budget", base.pop("token_budget"), int, low=1)
-    budget *= multiples[point.budget]
+    unit = checked_number(w + "token_budget", base.pop("token_budget"), int, low=1)
+    budget = unit * multiples[point.budget]
     warmup = checked_number(
         w + "warmup_fraction", base.pop("warmup_fraction"), float, low=0, high=1
     )
+    decay = base.pop("decay_fraction", None)
+    if decay is not None:
+        decay = checked_number(w + "decay_fraction", decay, float, low=0, high=1, low_open=True)
     log_max = checked_number(w + "checkpoint_log_max", base.pop("checkpoint_log_max"), int, low=0)
     scaling = LrScaling.from_params(base.pop("lr_scaling", None))
     if point.size not in sweep["sizes"]:
@@ -235,7 +241,10 @@ def point_config(params: Mapping[str, Any], point: Point) -> TrainConfig:
     merged = {k: v for k, v in params.get("common", {}).items() if k in names}
     merged = deep_update(merged, params["train"])
     merged = deep_update(merged, {**base, "model": dict(sweep["sizes"][point.size])})
-    steps = budget // (point.batch_size * int(merged["seq_len"]))
+    tokens_per_step = point.batch_size * int(merged["seq_len"])
+    steps = budget // tokens_per_step
+    # one warmup for every budget of a point (the smallest budget's share): a branch shares it
+    first_steps = unit * min(multiples.values()) // tokens_per_step
     if steps < MIN_STEPS:
         raise ValueError(
             f"{point.name}: {budget} tokens make only {steps} steps at batch "
@@ -248,11 +257,18 @@ def point_config(params: Mapping[str, Any], point: Point) -> TrainConfig:
         min_lr_ratio=point.final_lr_ratio,
         seed=point.seed,
         total_steps=steps,
-        warmup_steps=max(1, round(warmup * steps)),
+        warmup_steps=max(1, round(warmup * first_steps)),
         checkpoint_every=0,
         log_max=log_max,
         eval_interval=steps,
     )
+    if (merged.get("schedule") == "wsd") != (decay is not None):
+        raise ValueError(
+            f"{w}decay_fraction (the share of each run's steps in its final decay) goes with "
+            f"schedule wsd, and only with it (schedule {merged.get('schedule')!r})"
+        )
+    if decay is not None:
+        merged["decay_steps"] = max(1, round(decay * steps))
     return TrainConfig.from_params(merged)
 
 
@@ -324,12 +340,45 @@ def check_grid(params: Mapping[str, Any]) -> list[TrainConfig]:
     return [point_config(params, p) for p in expand(params["sweep"])]
 
 
+def branch_plan(params: Mapping[str, Any], names: list[str]) -> dict[str, tuple[str, int]]:
+    """The points of ``names`` that start from another point's checkpoint: name → (the point
+    it branches from, the step). Among the budgets of one design point, the largest trains
+    from step 0 and each smaller one branches from it where its own decay begins, wherever
+    that changes no number (:func:`geolib.models.train.branch_problem`: a warmup-stable-decay
+    schedule whose stable phases contain the step). A point not in the plan trains from 0."""
+    groups: dict[str, list[Point]] = {}
+    for name in names:
+        point = Point.from_name(name)
+        groups.setdefault(point.design_point, []).append(point)
+    multiples = budget_multiples(params["sweep"])
+    plan = {}
+    for points in groups.values():
+        parent = max(points, key=lambda p: multiples[p.budget])
+        theirs = point_config(params, parent).to_dict()
+        for point in points:
+            cfg = point_config(params, point)
+            if point == parent or cfg.decay_steps is None:
+                continue
+            step = cfg.total_steps - cfg.decay_steps
+            if branch_problem(theirs, cfg, step) is None:
+                plan[point.name] = (parent.name, step)
+    return plan
+
+
 def train_point(
-    params_path: str | Path, name: str, *, jobs: int = 1, supersede_into: str | None = None
+    params_path: str | Path,
+    name: str,
+    *,
+    jobs: int = 1,
+    supersede_into: str | None = None,
+    branch: Branch | None = None,
+    max_steps: int | None = None,
+    also_checkpoint: tuple[int, ...] = (),
 ) -> dict[str, Any]:
     """Train the sweep point ``name`` into :func:`point_dir` (resuming if interrupted, nothing
     if finished); return its ``run.json``. ``jobs`` parallel runs share the cores;
-    ``supersede_into`` as in :func:`geolib.models.train.train`."""
+    ``supersede_into``, ``branch``, ``max_steps`` and ``also_checkpoint`` as in
+    :func:`geolib.models.train.train`."""
     params = load_params(params_path)
     names = check_points_listed(params["sweep"])
     if name not in names:
@@ -337,7 +386,13 @@ def train_point(
     cfg = point_config(params, Point.from_name(name))
     cfg.num_threads = threads_for(jobs)
     return train(
-        cfg, point_dir(params["sweep"], name), progress=False, supersede_into=supersede_into
+        cfg,
+        point_dir(params["sweep"], name),
+        progress=False,
+        supersede_into=supersede_into,
+        branch=branch,
+        max_steps=max_steps,
+        also_checkpoint=also_checkpoint,
     )
 
 
@@ -350,13 +405,33 @@ def train_cell(
     supersede_into: str | None = None,
 ) -> list[str]:
     """Train every point of ``cell`` (stage ``sweep_train@<cell>``), one after another, each
-    as :func:`train_point`; return the points' names."""
-    groups = check_cells_listed(load_params(params_path)["sweep"])
+    as :func:`train_point`; return the points' names. A point that branches
+    (:func:`branch_plan`) trains when the point it branches from has reached the branch's
+    step, which then goes on to its end."""
+    params = load_params(params_path)
+    groups = check_cells_listed(params["sweep"])
     if cell not in groups:
         raise KeyError(f"{cell!r} is not a cell of the sweep; cells: {list(groups)}")
+    plan = branch_plan(params, groups[cell])
+    kids: dict[str, list[tuple[int, str]]] = {}
+    for kid, (parent, step) in plan.items():
+        kids.setdefault(parent, []).append((step, kid))
+    spec = params["sweep"]
+    common = dict(jobs=jobs, supersede_into=supersede_into)
     for name in groups[cell]:
+        if name in plan:
+            continue  # trained from its parent's checkpoint, below
         t0 = time.perf_counter()
-        train_point(params_path, name, jobs=jobs, supersede_into=supersede_into)
+        stops = sorted(kids.get(name, []))
+        also = tuple(step for step, _ in stops)
+        for step, kid in stops:
+            train_point(params_path, name, max_steps=step, also_checkpoint=also, **common)
+            t1 = time.perf_counter()
+            train_point(params_path, kid, branch=Branch(point_dir(spec, name), step), **common)
+            took = time.perf_counter() - t1
+            t0 += took
+            log(f"{kid}: trained in {took:.0f} s (from {name} at step {step})")
+        train_point(params_path, name, also_checkpoint=also, **common)
         log(f"{name}: trained in {time.perf_counter() - t0:.0f} s")
     return groups[cell]
 

@@ -17,7 +17,7 @@ import json
 import shutil
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -278,14 +278,25 @@ class Trainee:
 
 
 def restore(
-    folder: Path, cfg: TrainConfig, into: Trainee, data: dict[str, str], code: dict[str, str]
+    folder: Path,
+    cfg: TrainConfig,
+    into: Trainee,
+    data: dict[str, str],
+    code: dict[str, str],
+    *,
+    check: Callable[[Mapping[str, Any]], str | None] | None = None,
 ) -> int:
     """Load the checkpoint in ``folder`` into ``into`` (model, optimizer, data RNG, clock);
     return its step. Its files must match its manifest (:class:`runs.IntegrityError` otherwise); a
-    checkpoint of another run is refused (:class:`RunIdentityError`) before anything loads."""
+    checkpoint of another run is refused (:class:`RunIdentityError`) before anything loads.
+    ``check`` (the checkpoint's state → a problem or ``None``) replaces that identity check where
+    a run starts from another run's checkpoint (a cooldown branch)."""
     state = _load_state(folder)
-    finished = int(state["step"]) == cfg.total_steps
-    problem = identity_problem(folder.parent, state, cfg, data, code, finished)
+    if check is None:
+        finished = int(state["step"]) == cfg.total_steps
+        problem = identity_problem(folder.parent, state, cfg, data, code, finished)
+    else:
+        problem = check(state)
     if problem:
         raise RunIdentityError(problem)
     load_weights(into.model, folder)

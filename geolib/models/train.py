@@ -8,8 +8,10 @@ masked-token prediction (15% of positions, of which 80% become ``[MASK]``, 10% a
 10% stay). Each optimizer step draws ``batch_size`` random contiguous windows from the token
 array with a seeded ``numpy`` generator (split into ``grad_accum`` micro-batches); AdamW with
 decoupled weight decay (or SGD with momentum, ``optimizer: sgd``) on every matrix (embeddings
-and LM head included, not on biases or norms), linear warmup then a cosine, linear or constant
-schedule, gradient clipping.
+and LM head included, not on biases or norms), linear warmup then a cosine, linear, constant or
+warmup-stable-decay schedule, gradient clipping. A run on the warmup-stable-decay schedule can
+start from another's checkpoint inside both runs' stable phase (:class:`Branch`: the cooldown
+branch), which ends bitwise as the run trained from step 0 would.
 
 The run directory's layout (``step-<N>/`` checkpoints, ``metrics.csv``, ``run.json``) belongs
 to :mod:`geolib.models.runs`.
@@ -30,7 +32,7 @@ import os
 import platform
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -56,13 +58,14 @@ from geolib.models.resume import (
     Trainee,
     code_hashes,
     data_hashes,
+    restore,
     resume,
     resume_state,
     save_checkpoint,
     superseded_reason,
 )
 
-SCHEDULES = ("cosine", "linear", "constant")
+SCHEDULES = ("cosine", "linear", "constant", "wsd")
 OPTIMIZERS = ("adamw", "sgd")
 PRECISIONS = ("fp32", "bf16", "auto")
 
@@ -81,6 +84,9 @@ class TrainConfig:
     gradients, optimizer state and checkpoints stay float32, as in the papers' mixed-precision
     training), or ``auto`` (:func:`resolve_precision`: bf16 where this machine runs it faster).
     A model attention of ``auto`` becomes :func:`attention_for` the precision.
+
+    ``schedule: wsd`` (warmup-stable-decay) holds the peak rate after the warmup and decays it
+    linearly to ``min_lr_ratio·lr`` over the last ``decay_steps`` steps (given with it alone).
     """
 
     model: ModelConfig = field(default_factory=ModelConfig)
@@ -95,6 +101,7 @@ class TrainConfig:
     lr: float = 2e-3
     warmup_steps: int = 50
     schedule: str = "cosine"
+    decay_steps: int | None = None
     min_lr_ratio: float = 0.1
     weight_decay: float = 0.1
     optimizer: str = "adamw"
@@ -131,6 +138,12 @@ class TrainConfig:
             )
         if self.schedule not in SCHEDULES:
             raise ValueError(f"unknown schedule {self.schedule!r}; known: {SCHEDULES}")
+        if (self.schedule == "wsd") != (self.decay_steps is not None):
+            raise ValueError(
+                "TrainConfig.decay_steps (the steps of the final decay) goes with schedule "
+                f"'wsd' and only with it: schedule {self.schedule!r}, decay_steps "
+                f"{self.decay_steps!r}"
+            )
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"unknown optimizer {self.optimizer!r}; known: {OPTIMIZERS}")
         if self.batch_size % self.grad_accum:
@@ -160,9 +173,19 @@ class TrainConfig:
                 f"{w}warmup_steps ({self.warmup_steps}) exceeds total_steps ({self.total_steps}): "
                 "the learning rate would never reach its peak"
             )
-        for name, low in (("vocab_size", 2), ("mask_token_id", 0), ("num_threads", 1)):
+        for name, low in (
+            ("vocab_size", 2),
+            ("mask_token_id", 0),
+            ("num_threads", 1),
+            ("decay_steps", 1),
+        ):
             value = checked_number(w + name, getattr(self, name), int, low=low, optional=True)
             setattr(self, name, value)
+        if self.decay_steps is not None and self.decay_steps > self.total_steps - self.warmup_steps:
+            raise ValueError(
+                f"{w}decay_steps ({self.decay_steps}) exceeds the steps after the warmup "
+                f"({self.total_steps} - {self.warmup_steps})"
+            )
         positive = dict(low=0, low_open=True)
         self.lr = checked_number(w + "lr", self.lr, float, **positive)
         self.eps = checked_number(w + "eps", self.eps, float, **positive)
@@ -272,12 +295,18 @@ def checkpoint_steps(total: int, every: int, log_max: int = 512) -> list[int]:
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
     """Learning rate of update number ``step`` (1-based): linear warmup over ``warmup_steps``,
-    then ``schedule`` down to ``min_lr_ratio·lr`` at ``total_steps``."""
+    then ``schedule`` down to ``min_lr_ratio·lr`` at ``total_steps`` (``wsd``: the peak until
+    the last ``decay_steps``, then linear)."""
     peak, floor = cfg.lr, cfg.lr * cfg.min_lr_ratio
     if cfg.warmup_steps and step <= cfg.warmup_steps:
         return peak * step / cfg.warmup_steps
     if cfg.schedule == "constant":
         return peak
+    if cfg.schedule == "wsd":
+        stable_end = cfg.total_steps - cfg.decay_steps
+        if step <= stable_end:
+            return peak
+        return peak - (peak - floor) * min((step - stable_end) / cfg.decay_steps, 1.0)
     span = max(cfg.total_steps - cfg.warmup_steps, 1)
     progress = min(max(step - cfg.warmup_steps, 0) / span, 1.0)
     if cfg.schedule == "linear":
@@ -529,6 +558,77 @@ def divergence_threshold(vocab_size: int) -> float:
     return 3.0 * math.log(vocab_size)
 
 
+#: configuration keys a cooldown branch may set apart from the run it starts from: the run's
+#: length and when it evaluates and checkpoints (everything else, threads and device included,
+#: must match for the branch to end bitwise as the run trained from step 0)
+BRANCH_KEYS = ("total_steps", "decay_steps", "eval_interval", "checkpoint_every", "log_max")
+
+
+@dataclass(frozen=True)
+class Branch:
+    """Where a fresh run starts: the checkpoint at ``step`` of the run in ``parent`` (a run
+    directory), the warmup-stable-decay schedule's cooldown branch. Allowed where it changes no
+    number (:func:`branch_problem`): then both runs made the same updates on the same windows
+    up to ``step``, and the branch ends bitwise as the run trained from step 0 would, at the
+    cost of its steps after ``step`` only."""
+
+    parent: Path
+    step: int
+
+
+def branch_problem(parent: Mapping[str, Any], cfg: TrainConfig, step: int) -> str | None:
+    """Why a run of ``cfg`` cannot start at ``step`` from a run configured as ``parent`` (its
+    :meth:`TrainConfig.to_dict`); ``None`` where it can: the configurations differ in
+    :data:`BRANCH_KEYS` only, ``step`` lies inside both runs, and the learning rate is the same
+    at every step up to it (a shared warmup and stable phase)."""
+    now = cfg.to_dict()
+    diff = sorted(
+        k for k in set(parent) | set(now) if k not in BRANCH_KEYS and parent.get(k) != now.get(k)
+    )
+    if diff:
+        return f"the configurations differ in {diff}, not only in {list(BRANCH_KEYS)}"
+    theirs = TrainConfig(**{**parent, "model": dict(parent["model"])})
+    if not 0 < step < min(cfg.total_steps, theirs.total_steps + 1):
+        return (
+            f"step {step} is not inside both runs (the branch trains {cfg.total_steps} steps, "
+            f"the run it starts from {theirs.total_steps})"
+        )
+    for t in range(1, step + 1):
+        if lr_at(t, theirs) != lr_at(t, cfg):
+            return (
+                f"the learning rates differ at step {t} ({lr_at(t, theirs):.6g} against "
+                f"{lr_at(t, cfg):.6g}): a branch starts inside both runs' shared warmup and "
+                "stable phase"
+            )
+    return None
+
+
+def _start_branch(
+    branch: Branch, cfg: TrainConfig, into: Trainee, data: dict[str, str], code: dict[str, str]
+) -> int:
+    """Restore ``branch``'s checkpoint into ``into`` and return its step; 0 (train from step
+    0: the same weights at the full cost) where the parent no longer keeps that checkpoint's
+    resume state. A parent the branch cannot start from is refused (:class:`RunIdentityError`)."""
+    folder = runs.step_dirs(branch.parent).get(branch.step)
+    if folder is None or not (folder / runs.RESUME_STATE).is_file():
+        print(
+            f"{branch.parent} keeps no resumable checkpoint at step {branch.step}: training "
+            "from step 0 instead (the same weights, at the full cost)",
+            file=sys.stderr,
+            flush=True,
+        )
+        return 0
+
+    def check(state: Mapping[str, Any]) -> str | None:
+        if state["data_sha256"] != data or state["code_sha256"] != code:
+            why = "it was trained on other data or by other code"
+        else:
+            why = branch_problem(state["config"], cfg, branch.step)
+        return f"cannot branch from {folder}: {why}" if why else None
+
+    return restore(folder, cfg, into, data, code, check=check)
+
+
 def train(
     cfg: TrainConfig,
     run_dir: str | Path,
@@ -536,6 +636,8 @@ def train(
     max_steps: int | None = None,
     progress: bool = True,
     supersede_into: str | Path | None = None,
+    branch: Branch | None = None,
+    also_checkpoint: Sequence[int] = (),
 ) -> dict[str, Any]:
     """Train (or resume, or do nothing if finished) the run in ``run_dir``; return ``run.json``.
 
@@ -547,7 +649,12 @@ def train(
     A ``run_dir`` holding another run (configuration, data or training code; see
     :mod:`geolib.models.resume`) is refused, or with ``supersede_into`` moved into that folder
     whole (:func:`runs.set_aside`) before training afresh.
+
+    ``branch``: a fresh run starts from another run's checkpoint (:class:`Branch`); a run
+    already started resumes as any other. ``also_checkpoint``: steps checkpointed besides
+    :func:`checkpoint_steps` (where branches start; a checkpoint changes no number).
     """
+    extra = [checked_number("also_checkpoint", s, int, low=1) for s in also_checkpoint]
     device = resolve_device(cfg.device)  # before anything is written: no GPU, no run folder
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -559,6 +666,8 @@ def train(
             max_steps=max_steps,
             progress=progress,
             supersede_into=supersede_into,
+            branch=branch,
+            also_checkpoint=extra,
         )
 
 
@@ -570,6 +679,8 @@ def _train(
     max_steps: int | None,
     progress: bool,
     supersede_into: str | Path | None,
+    branch: Branch | None = None,
+    also_checkpoint: Sequence[int] = (),
 ) -> dict[str, Any]:
     runs.remove_partial(run_dir)  # a checkpoint a kill interrupted
     data, code = data_hashes(cfg), code_hashes()
@@ -603,6 +714,7 @@ def _train(
     start = 0 if resumed is None else resumed
     rows = runs.metric_rows(run_dir, upto=start) if resumed is not None else []
     ckpt_steps = set(checkpoint_steps(cfg.total_steps, cfg.checkpoint_every, cfg.log_max))
+    ckpt_steps.update(s for s in also_checkpoint if s <= cfg.total_steps)
 
     def validate() -> float | None:
         if not eval_set:
@@ -620,6 +732,15 @@ def _train(
     if resumed is None:  # a fresh run (a resume from step 0 has its row and checkpoint)
         rows.append(metric_row(0, cfg, val_loss=validate()))
         checkpoint(0, None, None)
+        if branch is not None:
+            start = _start_branch(branch, cfg, Trainee(model, optimizer, rng, clock), data, code)
+            if start:  # the parent's rows up to the branch are this run's too
+                shared = [
+                    r for r in runs.metric_rows(branch.parent, upto=start) if r["step"] != "0"
+                ]
+                rows.extend(shared)
+                loss = shared[-1]["loss"] if shared else ""
+                checkpoint(start, float(loss) if loss else None, lr_at(start, cfg))
 
     stop = cfg.total_steps if max_steps is None else min(cfg.total_steps, max_steps)
     limit = divergence_threshold(vocab.size)

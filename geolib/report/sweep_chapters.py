@@ -114,11 +114,17 @@ class SweepSetup:
         if scaling and scaling["exponent"]:
             ref = scaling["reference_batch"]
             lr += f" at batch {ref}, times (batch / {ref})^{scaling['exponent']:g}"
+        schedule = base.get("schedule", "cosine")
+        if schedule == "wsd":
+            schedule = (
+                f"warmup-stable-decay, the last {base['decay_fraction']:.0%} of each run's steps "
+                "decaying linearly (each smaller budget a cooldown branch of the largest)"
+            )
         return (
             f"**This run's grid.** {len(models)} models. Sizes {sizes}; vocabulary "
             f"{models['vocab_size'].iloc[0]}. Batch sizes {levels['batch_size']} sequences of "
-            f"{base['seq_len']} tokens; weight decay {levels['weight_decay']}; {lr}; annealed to "
-            f"{levels['final_lr_ratio']} of the peak; "
+            f"{base['seq_len']} tokens; weight decay {levels['weight_decay']}; {lr}; schedule "
+            f"{schedule}, annealed to {levels['final_lr_ratio']} of the peak; "
             f"each point at {budgets} tokens per model (rules v4 decide every row at each), so "
             f"steps by batch size at D {steps}. Centre "
             f"{sweep['center']}, varied {sweep['vary']}; seed replicates "

@@ -13,6 +13,7 @@ from geolib.models import grid
 from geolib.models.grid import (
     LrScaling,
     Point,
+    branch_plan,
     cells,
     check_cells_listed,
     check_grid,
@@ -23,7 +24,7 @@ from geolib.models.grid import (
     point_dir,
     threads_for,
 )
-from geolib.models.train import checkpoint_steps
+from geolib.models.train import checkpoint_steps, lr_at
 
 ROOT = Path(__file__).resolve().parents[2]
 PARAMS = load_params(ROOT / "params.yaml")
@@ -130,10 +131,16 @@ def test_point_config_matches_tokens_and_factors():
     assert twice.to_dict() == {
         **cfg.to_dict(),
         "total_steps": twice.total_steps,
-        "warmup_steps": twice.warmup_steps,
+        "decay_steps": twice.decay_steps,
         "eval_interval": twice.total_steps,
     }
-    assert twice.warmup_steps == round(base["warmup_fraction"] * twice.total_steps)
+    # one warmup for both budgets (the smaller's share); each decays over its own last share
+    assert (
+        twice.warmup_steps == cfg.warmup_steps == round(base["warmup_fraction"] * cfg.total_steps)
+    )
+    assert base["schedule"] == "wsd"
+    for c in (cfg, twice):
+        assert c.decay_steps == round(base["decay_fraction"] * c.total_steps)
     with pytest.raises(KeyError, match="no budget '4D'"):
         point_config(PARAMS, replace(point, budget="4D"))
     # the named lr holds at the reference batch 32; batch 128 gets sqrt(4) = 2 times it
@@ -274,18 +281,54 @@ def test_a_cell_trains_its_points_into_their_folders(tmp_path, monkeypatch):
     """train_cell trains each of the cell's points, in listed order, through train_point
     (stand-in trainer); an unknown cell is refused naming the cells."""
     calls = []
-    monkeypatch.setattr(
-        grid, "train", lambda cfg, run_dir, progress, supersede_into: calls.append(run_dir)
-    )
+
+    def fake_train(cfg, run_dir, progress, supersede_into, branch, max_steps, also_checkpoint):
+        calls.append((run_dir.name, max_steps, branch and (branch.parent.name, branch.step)))
+
+    monkeypatch.setattr(grid, "train", fake_train)
     params = copy.deepcopy(PARAMS)
     params["sweep"]["run_root"] = str(tmp_path)
     path = tmp_path / "params.yaml"
     path.write_text(yaml.safe_dump(params))
     names = grid.train_cell(path, "M-b128", log=lambda m: None)
     assert names == [n for n in params["sweep"]["points"] if n.startswith("M-b128-")]
-    assert calls == [tmp_path / "M-b128" / n for n in names]
+    # each 2D run trains to where its D branch's decay begins, the branch, then the rest
+    expected = []
+    for name in names:
+        if name.endswith("-tD"):
+            continue
+        kid = name.removesuffix("-t2D") + "-tD"
+        cfg = point_config(params, Point.from_name(kid))
+        step = cfg.total_steps - cfg.decay_steps
+        expected += [(name, step, None), (kid, None, (name, step)), (name, None, None)]
+    assert calls == expected
     with pytest.raises(KeyError, match=r"'M-b64' is not a cell of the sweep; cells: \['S-b8'"):
         grid.train_cell(path, "M-b64")
+
+
+def test_every_smaller_budget_branches_from_the_largest_where_its_decay_begins():
+    """The repository's sweep: every D point starts from its 2D run at the end of its own
+    stable phase, a step inside the 2D run's stable phase (the rates agree up to it); with a
+    cosine schedule nothing branches."""
+    names = check_points_listed(PARAMS["sweep"])
+    plan = branch_plan(PARAMS, names)
+    assert sorted(plan) == sorted(n for n in names if n.endswith("-tD"))
+    for kid, (parent, step) in plan.items():
+        assert parent == kid.removesuffix("-tD") + "-t2D"
+        mine = point_config(PARAMS, Point.from_name(kid))
+        theirs = point_config(PARAMS, Point.from_name(parent))
+        assert step == mine.total_steps - mine.decay_steps > mine.warmup_steps
+        assert step < theirs.total_steps - theirs.decay_steps
+        assert [lr_at(t, mine) for t in range(1, step + 1)] == [
+            lr_at(t, theirs) for t in range(1, step + 1)
+        ]
+    cosine = copy.deepcopy(PARAMS)
+    del cosine["sweep"]["base"]["decay_fraction"]
+    cosine["sweep"]["base"]["schedule"] = "cosine"
+    assert branch_plan(cosine, names) == {}
+    cosine["sweep"]["base"]["decay_fraction"] = 0.2
+    with pytest.raises(ValueError, match="decay_fraction .* goes with schedule wsd"):
+        point_config(cosine, Point.from_name(names[0]))
 
 
 def test_budgets_expand_every_point_and_are_labelled_by_their_multiple():

@@ -19,11 +19,14 @@ from safetensors.torch import load_file
 from geolib.files import sha256_file
 from geolib.models import train as train_module
 from geolib.models.families import ModelConfig
+from geolib.models.resume import RunIdentityError
 from geolib.models.runs import METRIC_COLUMNS
 from geolib.models.train import (
     IGNORE_INDEX,
+    Branch,
     TrainConfig,
     attention_for,
+    branch_problem,
     checkpoint_steps,
     lr_at,
     main,
@@ -110,6 +113,23 @@ def test_lr_schedule(token_files, schedule):
     assert all(a >= b - 1e-12 for a, b in zip(lrs[9:], lrs[10:], strict=False))
     if schedule == "cosine":
         assert lr_at(60, cfg) == pytest.approx(0.55)  # half-way: mean of peak and floor
+
+
+def test_wsd_holds_the_peak_then_decays_linearly_to_the_floor(token_files):
+    cfg = tiny_cfg(
+        token_files, schedule="wsd", decay_steps=20, lr=1.0, warmup_steps=10, total_steps=100
+    )
+    assert [lr_at(s, cfg) for s in (5, 10, 11, 80)] == [0.5, 1.0, 1.0, 1.0]
+    assert lr_at(90, cfg) == pytest.approx(1.0 - 0.9 * 0.5)  # half-way down the decay
+    assert lr_at(100, cfg) == pytest.approx(0.1) and lr_at(81, cfg) < 1.0
+    with pytest.raises(ValueError, match="decay_steps .* goes with schedule 'wsd'"):
+        tiny_cfg(token_files, schedule="wsd")
+    with pytest.raises(ValueError, match="goes with schedule 'wsd' and only with it"):
+        tiny_cfg(token_files, decay_steps=5)
+    with pytest.raises(ValueError, match="exceeds the steps after the warmup"):
+        tiny_cfg(token_files, schedule="wsd", decay_steps=21, warmup_steps=4, total_steps=24)
+    with pytest.raises(ValueError, match="decay_steps"):
+        tiny_cfg(token_files, schedule="wsd", decay_steps=0)
 
 
 def test_sample_windows_are_contiguous():
@@ -503,3 +523,85 @@ def test_a_diverging_run_stops_marked_and_is_refused_everywhere(token_files, tmp
     summary = train(tiny_cfg(token_files), ok, progress=False)
     assert summary["final_train_loss"] < divergence_threshold(V)
     assert not (ok / runs.DIVERGED).exists()
+
+
+# ----------------------------------------------------------------------------- cooldown branches
+
+
+def _wsd(token_files, total: int, decay: int, **kw) -> TrainConfig:
+    return tiny_cfg(
+        token_files,
+        schedule="wsd",
+        total_steps=total,
+        decay_steps=decay,
+        warmup_steps=4,
+        eval_interval=total,
+        checkpoint_every=0,
+        log_max=0,
+        **kw,
+    )
+
+
+def _losses(run: Path) -> list[list[str]]:
+    lines = (run / "metrics.csv").read_text().splitlines()[1:]
+    return [r.split(",")[:5] for r in lines]  # everything but tokens/s
+
+
+def test_a_cooldown_branch_ends_bitwise_as_the_run_trained_from_step_0(token_files, tmp_path):
+    """A 16-step run branched at step 12 from a 32-step run (both warmup-stable-decay, one
+    warmup) has the weights and metrics of the 16-step run trained from step 0; the longer run,
+    stopped there and resumed, ends as it would have uninterrupted."""
+    short, long = _wsd(token_files, 16, 4), _wsd(token_files, 32, 8)
+    assert branch_problem(long.to_dict(), short, 12) is None
+    train(short, tmp_path / "alone", progress=False)
+    train(long, tmp_path / "long-alone", progress=False)
+    out = train(long, tmp_path / "long", progress=False, max_steps=12, also_checkpoint=(12,))
+    assert out["stopped_at"] == 12
+    branched = train(
+        short, tmp_path / "short", progress=False, branch=Branch(tmp_path / "long", 12)
+    )
+    train(long, tmp_path / "long", progress=False, also_checkpoint=(12,))
+    for a, b, step in (("alone", "short", 16), ("long-alone", "long", 32)):
+        wa, wb = weights(tmp_path / a / f"step-{step}"), weights(tmp_path / b / f"step-{step}")
+        assert all(torch.equal(wa[k], wb[k]) for k in wa), f"{b} differs from {a}"
+        assert _losses(tmp_path / a) == _losses(tmp_path / b)
+    assert sorted(p.name for p in (tmp_path / "short").glob("step-*")) == [
+        "step-0",
+        "step-12",
+        "step-16",
+    ]
+    assert (
+        branched["final_val_loss"]
+        == json.loads((tmp_path / "alone" / "run.json").read_text())["final_val_loss"]
+    )
+
+
+def test_a_branch_where_a_number_would_change_is_refused(token_files, tmp_path, capsys):
+    """Another setting, a step past the shorter run's stable phase or outside it: refused
+    (before the parent's state loads); a parent that no longer keeps the state of that
+    checkpoint: trained from step 0 instead, with a note, to the same weights."""
+    long, short = _wsd(token_files, 32, 8), _wsd(token_files, 16, 4)
+    theirs = long.to_dict()
+    assert "differ in ['lr']" in branch_problem(theirs, _wsd(token_files, 16, 4, lr=2e-2), 12)
+    assert "differ in ['seed']" in branch_problem(theirs, _wsd(token_files, 16, 4, seed=1), 12)
+    # the 16-step run decays from step 12 on: at step 13 it no longer has the longer run's rate
+    assert "learning rates differ at step 13" in branch_problem(theirs, short, 14)
+    assert "not inside both runs" in branch_problem(theirs, short, 16)
+    train(long, tmp_path / "long", progress=False, max_steps=12, also_checkpoint=(12,))
+    with pytest.raises(
+        RunIdentityError, match=r"cannot branch from .*step-12.*differ in \['seed'\]"
+    ):
+        train(
+            _wsd(token_files, 16, 4, seed=1),
+            tmp_path / "other-seed",
+            progress=False,
+            branch=Branch(tmp_path / "long", 12),
+        )
+    (tmp_path / "long" / "step-12" / "train_state.pt").unlink()
+    train(short, tmp_path / "short", progress=False, branch=Branch(tmp_path / "long", 12))
+    assert (
+        "keeps no resumable checkpoint at step 12: training from step 0" in capsys.readouterr().err
+    )
+    train(short, tmp_path / "alone", progress=False)
+    wa, wb = weights(tmp_path / "alone" / "step-16"), weights(tmp_path / "short" / "step-16")
+    assert all(torch.equal(wa[k], wb[k]) for k in wa)

@@ -212,7 +212,8 @@ def test_a_notebook_reads_its_sections_once_and_words_the_grid(tmp_path):
     assert setup.grid_words(models) == (
         "**This run's grid.** 2 models. Sizes S (d = 64, 2 layers), M (d = 128, 3 layers); "
         "vocabulary 4096. Batch sizes [8, 128] sequences of 64 tokens; weight decay [0.0, 2.0]; "
-        "peak learning rate [0.004]; annealed to [0.1] of the peak; each point at D = 262,144 "
+        "peak learning rate [0.004]; schedule cosine, annealed to [0.1] of the peak; each point "
+        "at D = 262,144 "
         "tokens per model (rules v4 decide every row at each), so steps by batch size at D 8: "
         "512, 128: 32. Centre {'batch_size': 8, 'seed': 0}, varied "
         "{'final_lr_ratio': [0.0]}; seed replicates [1]."
@@ -224,9 +225,17 @@ def test_a_notebook_reads_its_sections_once_and_words_the_grid(tmp_path):
             "base": {**SWEEP["base"], "lr_scaling": {"reference_batch": 32, "exponent": 0.5}},
         },
     )
-    assert "peak learning rate [0.004] at batch 32, times (batch / 32)^0.5; annealed" in (
+    assert "peak learning rate [0.004] at batch 32, times (batch / 32)^0.5; schedule" in (
         scaled.grid_words(models)
     )
+    wsd = SweepSetup(
+        setup.verdicts,
+        {**SWEEP, "base": {**SWEEP["base"], "schedule": "wsd", "decay_fraction": 0.2}},
+    )
+    assert (
+        "schedule warmup-stable-decay, the last 20% of each run's steps decaying linearly (each "
+        "smaller budget a cooldown branch of the largest), annealed to [0.1] of the peak"
+    ) in wsd.grid_words(models)
 
 
 def test_a_chapter_loads_its_tables_at_each_budget_and_the_grid_words_name_both():
