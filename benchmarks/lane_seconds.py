@@ -5,10 +5,10 @@
 ``scripts/lanes.py`` appends one row per stage run (wall and CPU seconds of its process tree)
 to ``logs/lanes.csv``. This takes the latest run that computed something (``ran`` = 1) of each
 stage, optionally only those started at or after ``--since``, sums wall seconds by group
-(training, Paper A analyses, Paper B analyses, chapters and book, data) and, with
-``--before``, prints the same for another log and the ratio after / before per group and per
-stage. Stage times from two whole-pipeline runs on one machine, each measured alone, are
-comparable; one stage's time moves by ~10% between machines of this kind.
+(the sweep's training, other training, Paper A analyses, Paper B analyses, chapters and book,
+data) and, with ``--before``, prints the same for another log and the ratio after / before per
+group and per stage. Stage times from two whole-pipeline runs on one machine, each measured
+alone, are comparable; one stage's time moves by ~10% between machines of this kind.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 GROUPS = {
+    "sweep training": ["sweep_train@*"],  # the sweep's models, at every budget
     "training": [
         "train_*",
         "ladder_train@*",
-        "sweep_train@*",
         "saturation_train@*",
         "length_train@*",
     ],

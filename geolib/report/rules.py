@@ -547,7 +547,8 @@ def learners(
     final_loss: Mapping[str, float], unigram_entropy: Mapping[str, float], margin: float
 ) -> Learners:
     """A model enters a verdict only if it learned: its final evaluation loss lies at least
-    ``margin`` nats below the unigram entropy (declared in ``params.yaml`` before the runs).
+    ``margin`` nats below the unigram entropy (``verdicts.learned_margin`` in ``params.yaml``,
+    which says which runs it preceded and which it followed).
     ``final_loss`` and ``unigram_entropy``: per model, in nats per token."""
     margin = check.scalar("margin", margin, low=0.0)
     if set(final_loss) != set(unigram_entropy):

@@ -105,13 +105,17 @@ def test_a_rung_differs_from_the_default_run_in_its_shape_only():
         ladder.rung(ROOT / "params.yaml", "xxl")
 
 
-@pytest.mark.parametrize("profile", [None, "smoke"])
+@pytest.mark.parametrize("profile", [None, "smoke", "paper"])
 def test_the_ladder_spans_what_the_trend_rule_needs(profile):
-    """Distinct sizes (the rungs and the centre) and their span meet the committed rule."""
+    """Distinct sizes (the rungs, and the centre where the profile reads it) and their span meet
+    the committed rule; the paper profile, which reads the rungs alone, keeps the default's."""
     params = _profile(profile)
     shapes = [params["scale"]["rungs"][ladder.parse(n)[0]] for n in ladder.check_listed(params)]
-    centre = params["train"]["model"] | params["train_pythia"]["model"]
-    sizes = {12 * s["n_layers"] * s["d_model"] ** 2 for s in [*shapes, centre]}
+    if params["scale"]["centre_runs"]:
+        shapes.append(params["train"]["model"] | params["train_pythia"]["model"])
+    else:
+        assert PARAMS["scale"]["rungs"].items() <= params["scale"]["rungs"].items()
+    sizes = {12 * s["n_layers"] * s["d_model"] ** 2 for s in shapes}
     rule = params["scale"]["trend_rule"]
     assert len(sizes) >= rule["min_sizes"]
     assert max(sizes) / min(sizes) >= rule["min_span"]
