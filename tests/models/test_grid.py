@@ -165,7 +165,9 @@ def test_decay_exponent_is_the_sum_of_lr_times_wd():
     assert decay_exponent(cfg) == pytest.approx(
         2.0 * sum(lr_at(t, cfg) for t in range(1, cfg.total_steps + 1))
     )
-    constant = cfg.__class__(**{**cfg.to_dict(), "schedule": "constant", "warmup_steps": 0})
+    constant = cfg.__class__(
+        **{**cfg.to_dict(), "schedule": "constant", "warmup_steps": 0, "decay_steps": None}
+    )
     assert decay_exponent(constant) == pytest.approx(2.0 * 0.008 * cfg.total_steps)
     no_wd = point_config(PARAMS, Point.from_name("S-b8-wd0-lr0.001-f0.1-s0-tD"))
     assert decay_exponent(no_wd) == 0.0
