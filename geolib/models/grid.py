@@ -47,7 +47,8 @@ from typing import Any
 
 from geolib.config import checked_number, deep_update, load_params
 from geolib.models import runs
-from geolib.models.train import Branch, TrainConfig, branch_problem, lr_at, train
+from geolib.models.train import Branch, branch_problem, train
+from geolib.models.train_config import TrainConfig, lr_at
 from geolib.stage import add_jobs_option
 
 #: fewest optimizer steps a point may train (fewer and W barely leaves its initialisation)

@@ -32,7 +32,8 @@ from typing import Any
 from geolib.config import checked_number, deep_update, load_params
 from geolib.models.device import resolve_device
 from geolib.models.families import build_model, count_params
-from geolib.models.train import TrainConfig, resolve_vocab, train
+from geolib.models.train import resolve_vocab, train
+from geolib.models.train_config import TrainConfig
 
 _NAME = re.compile(r"^(?P<size>[A-Za-z]\w*)-s(?P<seed>\d+)$")
 
