@@ -347,3 +347,33 @@ def test_a_row_on_confirmatory_seeds_reads_prospective_with_the_seen_verdict_bes
         confirmed(fresh, [3], [3], {"seeds": [0], "source": "x", "rows": []})
     with pytest.raises(ValueError, match="exploratory verdict stands beside a prospective"):
         Claim("A4", "partly", "x", "gradient_energy", anchor="a", scale="s", exploratory="y")
+
+
+@pytest.mark.parametrize(
+    ("verdicts", "match"),
+    [
+        ({"confirmatory_seeds": [3]}, "go together"),
+        ({"exploratory_record": "x.json"}, "go together"),
+        ({"confirmatory_seeds": ["3"], "exploratory_record": "x.json"}, "integers"),
+        ({"confirmatory_seeds": [True], "exploratory_record": "x.json"}, "integers"),
+        ({"confirmatory_seeds": 3, "exploratory_record": "x.json"}, "integers"),
+    ],
+)
+def test_a_confirmation_needs_its_seeds_and_its_record(verdicts, match):
+    from geolib.report.claims import Confirmation
+
+    with pytest.raises(ValueError, match=match):
+        Confirmation.from_params(verdicts)
+    assert Confirmation.from_params({"learned_margin": 0.25}) == Confirmation()
+
+
+def test_a_record_that_is_not_one_is_refused_when_read(tmp_path):
+    from geolib.report.claims import Confirmation
+
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"rows": []}))
+    c = Confirmation.from_params({"confirmatory_seeds": [3], "exploratory_record": str(bad)})
+    row = Claim("A4", "partly", "x", "gradient_energy", anchor="a", scale="s")
+    with pytest.raises(ValueError, match="not an exploratory record"):
+        c.apply(row, {"runs/m": {"seed": 3}})
+    assert c.apply(row, {"runs/m": {"seed": 2}}) == row  # not confirmatory: never read
