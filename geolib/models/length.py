@@ -25,15 +25,15 @@ import math
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from geolib.config import checked_number, deep_update, load_params
+from geolib.config import checked_number, load_params
 from geolib.models.device import resolve_device
 from geolib.models.families import build_model, count_params
 from geolib.models.train import resolve_vocab, train
-from geolib.models.train_config import TrainConfig
+from geolib.models.train_config import TrainConfig, merged_config
 
 _NAME = re.compile(r"^(?P<size>[A-Za-z]\w*)-s(?P<seed>\d+)$")
 
@@ -106,10 +106,9 @@ def run_config(params: Mapping[str, Any], run: LengthRun) -> TrainConfig:
     spec = params["training_length"]
     if run.size not in spec["sizes"]:
         raise KeyError(f"training_length.sizes has no size {run.size!r}")
-    names = {f.name for f in fields(TrainConfig)}
-    merged = {k: v for k, v in params.get("common", {}).items() if k in names}
-    merged = deep_update(merged, params["train"])
-    merged = deep_update(merged, {**spec["train"], "model": dict(spec["sizes"][run.size])})
+    merged = merged_config(
+        params, params["train"], {**spec["train"], "model": dict(spec["sizes"][run.size])}
+    )
     merged["seed"] = run.seed
     cfg = TrainConfig.from_params(merged)
     min_tpp = min_tokens_per_param(spec, run.size)

@@ -6,6 +6,7 @@ parameters file by :func:`params_to_config`), the precision it computes in, and 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -285,19 +286,29 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
     return floor + (peak - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
+def merged_config(params: Mapping[str, Any], *layers: Mapping[str, Any]) -> dict[str, Any]:
+    """The one merge every training configuration is built by: the ``common`` keys of
+    ``params`` that are training fields (``seed``, ``device``), then each of ``layers`` in
+    order (the ``train`` section, a design's own, a size's), nested mappings (``model``)
+    merged key by key. A plain mapping, for :meth:`TrainConfig.from_params`."""
+    from geolib.config import deep_update
+
+    names = {f.name for f in fields(TrainConfig)}
+    merged = {k: v for k, v in params.get("common", {}).items() if k in names}
+    for layer in layers:
+        merged = deep_update(merged, layer)
+    return merged
+
+
 def params_to_config(params_path: str | Path, section: str, base: str | None = None) -> TrainConfig:
-    """The :class:`TrainConfig` of ``section`` of a parameters file: the ``common`` keys that
-    are training fields (``seed``, ``device``), then section ``base`` (shared defaults), then
-    ``section`` — nested mappings (``model``) merged key by key."""
-    from geolib.config import deep_update, load_params
+    """The :class:`TrainConfig` of ``section`` of a parameters file: :func:`merged_config` of
+    section ``base`` (shared defaults) and then ``section``."""
+    from geolib.config import load_params
 
     data = load_params(params_path)
-    names = {f.name for f in fields(TrainConfig)}
-    merged = {k: v for k, v in data.get("common", {}).items() if k in names}
     for name in (base, section):
-        if name is None:
-            continue
-        if name not in data:
+        if name is not None and name not in data:
             raise KeyError(f"{params_path}: no section {name!r} (sections: {sorted(data)})")
-        merged = deep_update(merged, data[name])
-    return TrainConfig.from_params(merged)
+    return TrainConfig.from_params(
+        merged_config(data, *(data[n] for n in (base, section) if n is not None))
+    )

@@ -335,6 +335,23 @@ def test_resume_refuses_another_config(token_files, tmp_path):
         train(tiny_cfg(token_files, lr=5e-3), tmp_path, progress=False)
 
 
+def test_one_merge_layers_common_then_each_layer_key_by_key():
+    from geolib.models.train_config import merged_config
+
+    params = {"common": {"seed": 4, "device": "cpu", "not_training": 1}}
+    train = {"lr": 1e-3, "seed": 0, "model": {"d_model": 32, "n_heads": 2}}
+    design = {"lr": 2e-3, "model": {"n_heads": 4, "family": "olmo"}}
+    merged = merged_config(params, train, design)
+    assert merged == {
+        "seed": 0, "device": "cpu", "lr": 2e-3,
+        "model": {"d_model": 32, "n_heads": 4, "family": "olmo"},
+    }  # fmt: skip
+    assert train["model"] == {"d_model": 32, "n_heads": 2}  # the layers are not modified
+    assert merged_config({}, design) == design and merged_config(params) == {
+        "seed": 4, "device": "cpu"
+    }  # fmt: skip
+
+
 def test_entry_point_with_base_section(token_files, tmp_path):
     params = {
         "common": {"seed": 0, "device": "cpu", "unrelated": 1},
