@@ -590,9 +590,11 @@ def named_runs_main(
     listed: Callable[[Mapping[str, Any]], list[str]],
     build: Callable[[str, str], tuple[TrainConfig, Path]],
 ) -> int:
-    """The command line of a design of named runs (the ladder's rungs, the replicates):
-    ``names`` prints them (``listed(params)``), ``train NAME`` trains one (stage
-    ``STAGE@NAME``; ``build(params_path, name)`` gives its configuration and run directory)."""
+    """The command line of a design of named runs (the ladder's rungs, the replicates, the
+    training-length study): ``names`` prints them (``listed(params)``), ``train NAME`` trains
+    one (stage ``STAGE@NAME``; ``build(params_path, name)`` gives its configuration and run
+    directory), after checking the device (building a configuration may read the tokenizer,
+    which a wrong device must not reach)."""
     parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("--params", default="params.yaml")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -606,8 +608,13 @@ def named_runs_main(
 
         print("\n".join(listed(load_params(args.params))))
         return 0
+    from geolib.config import load_params
+
+    resolve_device(load_params(args.params).get("common", {}).get("device", "cpu"))
     t0 = time.perf_counter()
     cfg, run_dir = build(args.params, args.name)
+    steps = f"{cfg.total_steps} steps, {cfg.total_steps * cfg.tokens_per_step:,} tokens"
+    print(f"{args.name}: {steps}", file=sys.stderr)
     train(cfg, run_dir, progress=False, supersede_into=args.supersede_into)
     print(f"{args.name}: trained in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     return 0
