@@ -149,7 +149,7 @@ def test_the_warmup_alternative_differs_from_olmo_in_its_warmup_only(profile):
     longer = asdict(params_to_config(path, "train_olmo_warmup2", base="train"))
     assert {k for k in olmo if olmo[k] != longer[k]} == {"warmup_steps"}
     declared = params["gradient_energy"]["a7_warmup"]
-    assert declared["warmup_shift"] == longer["warmup_steps"] - olmo["warmup_steps"] > 0
+    assert declared["shift_steps"] == longer["warmup_steps"] - olmo["warmup_steps"] > 0
     assert declared["family"] == olmo["model"]["family"]
     dense = {asdict(params_to_config(path, f"train_{m}", base="train"))["dense_every"]
              for m in ("pythia", "olmo", "olmo_sgd", "bert", "olmo_warmup2")}  # fmt: skip

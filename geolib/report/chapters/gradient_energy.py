@@ -130,10 +130,10 @@ def _warmup_params(p: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     """``a7_warmup`` checked (absent: no warm-up alternative)."""
     if p is None:
         return None
-    missing = {"family", "warmup_shift", "tolerance", "min_pairs", "reason"} - set(p)
+    missing = {"family", "shift_steps", "tolerance", "min_pairs", "reason"} - set(p)
     if missing:
         raise ValueError(f"gradient_energy.a7_warmup lacks {sorted(missing)}")
-    check.scalar("a7_warmup.warmup_shift", p["warmup_shift"], low=0.0, strict=True)
+    check.scalar("a7_warmup.shift_steps", p["shift_steps"], low=0.0, strict=True)
     check.scalar("a7_warmup.tolerance", p["tolerance"], low=0.0)
     check.scalar("a7_warmup.min_pairs", p["min_pairs"], low=1.0)
     return p
@@ -603,7 +603,7 @@ def warmup_words(tables: Tables, section: Section, per: pd.DataFrame, k: int) ->
     alt = warmup_alternative(
         default,
         longer,
-        warmup_shift=int(p["warmup_shift"]),
+        warmup_shift=int(p["shift_steps"]),
         tolerance=float(p["tolerance"]),
         min_pairs=int(p["min_pairs"]),
     )

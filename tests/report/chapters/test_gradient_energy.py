@@ -318,7 +318,7 @@ def test_a7_names_the_checkpoints_around_each_peak_and_the_learned_step():
     assert "Warm-up alternative" not in out.detail  # not declared here
 
 
-WARMUP = {"family": "dec", "warmup_shift": 50, "tolerance": 16, "min_pairs": 2, "reason": "r"}
+WARMUP = {"family": "dec", "shift_steps": 50, "tolerance": 16, "min_pairs": 2, "reason": "r"}
 
 
 def test_a7_reads_the_warmup_alternative_by_seed_without_changing_the_status():
