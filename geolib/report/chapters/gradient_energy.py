@@ -33,7 +33,7 @@ from geolib.measure.stats import (
 )
 from geolib.report.claims import AFTER_DATA, DESCRIPTION, Claim, Confirmation, scale_of_runs
 from geolib.report.markup import words
-from geolib.report.peak_timing import bracket, warmup_alternative
+from geolib.report.peak_timing import PER_MODEL, bracket, warmup_alternative
 from geolib.report.rules import (
     INCONCLUSIVE,
     NOT_RUN,
@@ -575,12 +575,12 @@ def bracket_words(row: Any) -> str:
     return f"{int(row.peak_step)} ({side[0]} | {side[1]})"
 
 
-def warmup_per_model(tables: Tables, section: Section, per: pd.DataFrame, k: int) -> tuple:
+def warmup_per_model(tables: Tables, section: Section, per: pd.DataFrame | None, k: int) -> tuple:
     """A7's per-model peaks of the default family (``per``: :func:`a7_per_model` of the learned
     decoders) and of the warm-up alternative's learned models, for
     :func:`~geolib.report.peak_timing.warmup_alternative`."""
     p = section.a7_warmup or {}
-    default = per[per["family"] == p.get("family")]
+    default = per[per["family"] == p.get("family")] if per is not None and len(per) else None
     alt = tables.warmup
     lv = learned_models(alt, section.learned_margin)
     longer = a7_per_model(
@@ -591,7 +591,12 @@ def warmup_per_model(tables: Tables, section: Section, per: pd.DataFrame, k: int
         margin=section.learned_margin,
         frozen_sources=[int(x) for x in section.raw["frozen_sources"]],
     )
-    return default, longer, lv
+    none = pd.DataFrame(columns=["model", *PER_MODEL])  # nothing learned: nothing to pair
+    return (
+        none if default is None or default.empty else default,
+        none if longer.empty else longer,
+        lv,
+    )
 
 
 def warmup_words(tables: Tables, section: Section, per: pd.DataFrame, k: int) -> str:

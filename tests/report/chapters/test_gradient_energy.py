@@ -342,6 +342,14 @@ def test_a7_reads_the_warmup_alternative_by_seed_without_changing_the_status():
     )
     with pytest.raises(ValueError, match="a7_warmup lacks"):
         section(a7_warmup={"family": "dec"})
+    # the alternative's models never learned: no pair, "cannot tell", and no error
+    idle = tables({f"dec-s{i}": {"decoder": True, "r": later, "learns": False} for i in range(2)})
+    out = ge.a7_v3(
+        ge.Tables(base.r_energy, base.losses, base.summary, idle), section(a7_warmup=WARMUP)
+    )
+    assert "0 learned pair(s)" in out.detail and "cannot tell" in out.detail
+    default, longer, _ = ge.warmup_per_model(both, section(a7_warmup=WARMUP), None, 4)
+    assert default.empty and list(default.columns) == ["model", "seed", "peak_step", "learned_step"]
 
 
 # --- the section, the rows ----------------------------------------------------------------
