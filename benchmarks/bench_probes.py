@@ -30,13 +30,8 @@ from bench_train import config_and_tokens
 from geolib.config import load_params
 from geolib.measure.probes import residual_modules, residual_states, states_and_gradients
 from geolib.models.families import build_model
-from geolib.models.train import (
-    keep_freed_memory,
-    lr_at,
-    make_batch,
-    make_optimizer,
-    train_step,
-)
+from geolib.models.train import keep_freed_memory, make_batch, make_optimizer, train_step
+from geolib.models.train_config import lr_at
 
 ROOT = Path(__file__).resolve().parents[1]
 

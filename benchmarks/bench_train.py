@@ -55,13 +55,12 @@ from geolib.config import load_params
 from geolib.models.families import build_model, count_params, matmul_params, train_flops_per_token
 from geolib.models.train import (
     keep_freed_memory,
-    lr_at,
     make_batch,
     make_optimizer,
-    params_to_config,
     resolve_vocab,
     train_step,
 )
+from geolib.models.train_config import lr_at, params_to_config
 
 ROOT = Path(__file__).resolve().parents[1]
 FALLBACK_PARAMS = ROOT / "pipeline" / "train.params.yaml"

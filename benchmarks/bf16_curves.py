@@ -27,7 +27,8 @@ import torch
 
 from geolib.config import load_params
 from geolib.models.runs import read_metrics, read_run_info
-from geolib.models.train import params_to_config, train
+from geolib.models.train import train
+from geolib.models.train_config import params_to_config
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results"

@@ -18,7 +18,8 @@ import time
 import yaml
 
 from geolib.config import deep_update
-from geolib.models.train import TrainConfig, train
+from geolib.models.train import train
+from geolib.models.train_config import TrainConfig
 
 
 def main() -> None:

@@ -19,7 +19,8 @@ data/                imports config, files, stage
     windows          token arrays cut into model inputs: random, evenly spaced, disjoint; masking
 models/              imports config, files, stage, data
     families         the three families (pythia, olmo, bert) from ``transformers`` configs
-    train            the one training loop (and its objective), log-spaced checkpoints
+    train_config     what determines a run: its configuration (one merge), precision, schedules
+    train            the one training loop (and its objective), cooldown branches, its commands
     resume           checkpoint writing, a run's identity (config, data, code), exact resume
     runs             the run-directory layout: step folders, manifests, metrics.csv, run.json
     checkpoints      one loader for our runs (by step) and hub models (by revision); revisions
@@ -66,6 +67,7 @@ experiments/         imports config, files, stage, data, models, measure, theory
 report/              imports config, files, measure; knows no models
     rules            verdict rules: kinds, premise, seeds, robustness, learned models
     trends           a claim's key number against model size (the ladder's trend rule)
+    peak_timing      when alignment peaks (A7): the checkpoints around it, the warm-up alternative
     claims           the claims table: evidence rows, written by chapters, rendered in the book
     findings         the findings page: per claim, the paper's words and what held here
     chapters/        one module per empirical chapter: its section, its tables, its verdicts

@@ -77,6 +77,7 @@ PRIORITY = [
     "scale_residual_isotropy_tables",
     "scale_gradient_energy_tables",
     "scale_frequency_collapse_tables",
+    "warmup_gradient_energy_tables",
     # the chapters, the book last (it depends on all of them)
     "*",
 ]

@@ -151,7 +151,7 @@ def faults(base: Path, scratch: Path) -> dict[str, Callable[[], str]]:
         return RECOVERED if p["lr"] == 1e-3 and isinstance(p["lr"], float) else SILENT
 
     def train_lr_string():
-        from geolib.models.train import TrainConfig
+        from geolib.models.train_config import TrainConfig
 
         cfg = TrainConfig(vocab_size=64, tokenizer=None, lr="1e-3")
         return RECOVERED if cfg.lr == 1e-3 else SILENT
@@ -492,7 +492,7 @@ def faults(base: Path, scratch: Path) -> dict[str, Callable[[], str]]:
             torch.set_num_threads(threads)
 
     def train_config(**bad):
-        from geolib.models.train import TrainConfig
+        from geolib.models.train_config import TrainConfig
 
         return expect_error(
             lambda: TrainConfig(vocab_size=64, tokenizer=None, **bad), ValueError, next(iter(bad))

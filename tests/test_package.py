@@ -199,6 +199,7 @@ def test_the_retraining_check_sees_training_and_measuring_stages():
         "train_olmo",
         "train_bert",
         "train_olmo_sgd",
+        "train_olmo_warmup2",
         "sweep_train",
         "saturation_train",
         "train_replica",

@@ -6,7 +6,8 @@ import hashlib
 from pathlib import Path
 
 from geolib.models.families import ModelConfig
-from geolib.models.train import TrainConfig, train
+from geolib.models.train import train
+from geolib.models.train_config import TrainConfig
 
 OLD_WARMUP = 50
 

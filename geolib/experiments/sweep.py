@@ -63,7 +63,7 @@ from geolib.models.grid import (
     point_dir,
     threads_for,
 )
-from geolib.models.train import TrainConfig
+from geolib.models.train_config import TrainConfig
 from geolib.stage import add_jobs_option, progress_line
 
 

@@ -49,7 +49,7 @@ from geolib.models.device import resolve_device
 from geolib.models.grid import decay_exponent
 from geolib.models.length import LengthRun, check_names_listed, length_run, n_params
 from geolib.models.runs import available_steps
-from geolib.models.train import TrainConfig
+from geolib.models.train_config import TrainConfig
 from geolib.stage import progress_line, stage
 
 #: the quantities the settling rule reads, in the order the tables list them

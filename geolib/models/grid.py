@@ -45,9 +45,10 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from geolib.config import checked_number, deep_update, load_params
+from geolib.config import checked_number, load_params
 from geolib.models import runs
-from geolib.models.train import Branch, TrainConfig, branch_problem, lr_at, train
+from geolib.models.train import Branch, branch_problem, train
+from geolib.models.train_config import TrainConfig, lr_at, merged_config
 from geolib.stage import add_jobs_option
 
 #: fewest optimizer steps a point may train (fewer and W barely leaves its initialisation)
@@ -237,10 +238,9 @@ def point_config(params: Mapping[str, Any], point: Point) -> TrainConfig:
     scaling = LrScaling.from_params(base.pop("lr_scaling", None))
     if point.size not in sweep["sizes"]:
         raise KeyError(f"sweep.sizes has no size {point.size!r}")
-    names = {f.name for f in fields(TrainConfig)}
-    merged = {k: v for k, v in params.get("common", {}).items() if k in names}
-    merged = deep_update(merged, params["train"])
-    merged = deep_update(merged, {**base, "model": dict(sweep["sizes"][point.size])})
+    merged = merged_config(
+        params, params["train"], {**base, "model": dict(sweep["sizes"][point.size])}
+    )
     tokens_per_step = point.batch_size * int(merged["seq_len"])
     steps = budget // tokens_per_step
     # one warmup for every budget of a point (the smallest budget's share): a branch shares it
@@ -488,9 +488,7 @@ def saturation_config(params: Mapping[str, Any], run: Run) -> TrainConfig:
     spec = params["saturation"]
     if run.layout not in spec["layouts"] or run.width not in spec["widths"]:
         raise KeyError(f"{run.name}: unknown layout or width; design: {check_names_listed(spec)}")
-    names = {f.name for f in fields(TrainConfig)}
-    p = {k: v for k, v in params.get("common", {}).items() if k in names}
-    p = deep_update(deep_update(p, params["train"]), spec["train"])
+    p = merged_config(params, params["train"], spec["train"])
     p["model"] = {
         **params["train"]["model"],
         "family": "pythia",

@@ -1,18 +1,19 @@
 """The ladder of model sizes: one family trained at several widths and depths, so that each
-Paper A claim's key number can be read against model size (issue 24).
+Paper A claim's key number can be read against model size.
 
 A rung is the default model of its family (section ``train_<family>`` over ``train``) with only
 its shape changed — ``d_model``, ``n_layers``, ``n_heads``, ``d_ff`` from ``scale.rungs`` — and
-everything else kept: the same tokens, steps, schedule, batch and seed. Every rung therefore
-sees the same 2M tokens, as every model of the Pythia suite sees the same 300B: the step-based
-windows the claims are stated in (the early phase up to step 512, T frozen at step 64, the
-checkpoints the measurements read) mean the same on every rung. The centre rung is the default
-run with its seed replicates (``scale.centre_runs``); it is not retrained here.
+everything else kept: the same tokens, steps, schedule, checkpoints, batch and seed. Every rung
+therefore sees the same 2M tokens, as every model of the Pythia suite sees the same 300B: the
+step-based windows the claims are stated in (the early phase up to step 512, T frozen at step
+64, the checkpoints the measurements read) mean the same on every rung. The centre rung is the
+default run with its seed replicates (``scale.centre_runs``); it is not retrained here.
 
-Each rung is trained with the default seed (``common.seed``) under its bare name (``xs``) and
-again with every seed of ``scale.seeds`` as ``<rung>-s<seed>`` (``xs-s1``): only ``seed``
-changes (initialisation, batch order, validation draw), so the trend's unit, the trained model,
-has replicates at every size and not at the centre alone.
+Each rung is trained with its family section's seed (``train_<family>.seed``, else
+``common.seed``) under its bare name (``xs``) and again with every seed of ``scale.seeds`` as
+``<rung>-s<seed>`` (``xs-s1``): only ``seed`` changes (initialisation, batch order, validation
+draw), so the trend's unit, the trained model, has replicates at every size and not at the
+centre alone.
 
     python -m geolib.models.ladder names        # the rungs of section `scale`
     python -m geolib.models.ladder train NAME   # stage ladder_train@NAME
@@ -34,7 +35,8 @@ from geolib.config import load_params
 from geolib.models.families import ModelConfig, build_model
 from geolib.models.replicas import SEEDED, extra_seeds
 from geolib.models.runs import read_run_info
-from geolib.models.train import TrainConfig, named_runs_main, params_to_config
+from geolib.models.train import named_runs_main
+from geolib.models.train_config import TrainConfig, params_to_config
 
 #: the shape fields a rung may set; anything else stays the family's default
 SHAPE = ("d_model", "n_layers", "n_heads", "d_ff")
@@ -67,7 +69,9 @@ def parse(name: str) -> tuple[str, int | None]:
 
 def check_listed(params: Mapping[str, Any]) -> list[str]:
     """The trained models' names; error if ``scale.names`` (the DVC foreach list) differs."""
-    expected = names(params["scale"], int(params.get("common", {}).get("seed", 0)))
+    common = int(params.get("common", {}).get("seed", 0))
+    family = params.get(f"train_{params['scale']['family']}", {})
+    expected = names(params["scale"], int(family.get("seed", common)))
     if list(params["scale"].get("names") or []) != expected:
         raise ValueError(
             f"scale.names must list the rungs of scale.rungs, each followed by its scale.seeds, "

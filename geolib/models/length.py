@@ -20,19 +20,17 @@ to a metric never retrains a run.
 
 from __future__ import annotations
 
-import argparse
 import math
 import re
-import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from geolib.config import checked_number, deep_update, load_params
-from geolib.models.device import resolve_device
+from geolib.config import checked_number, load_params
 from geolib.models.families import build_model, count_params
-from geolib.models.train import TrainConfig, resolve_vocab, train
+from geolib.models.train import named_runs_main, resolve_vocab
+from geolib.models.train_config import TrainConfig, merged_config
 
 _NAME = re.compile(r"^(?P<size>[A-Za-z]\w*)-s(?P<seed>\d+)$")
 
@@ -105,10 +103,9 @@ def run_config(params: Mapping[str, Any], run: LengthRun) -> TrainConfig:
     spec = params["training_length"]
     if run.size not in spec["sizes"]:
         raise KeyError(f"training_length.sizes has no size {run.size!r}")
-    names = {f.name for f in fields(TrainConfig)}
-    merged = {k: v for k, v in params.get("common", {}).items() if k in names}
-    merged = deep_update(merged, params["train"])
-    merged = deep_update(merged, {**spec["train"], "model": dict(spec["sizes"][run.size])})
+    merged = merged_config(
+        params, params["train"], {**spec["train"], "model": dict(spec["sizes"][run.size])}
+    )
     merged["seed"] = run.seed
     cfg = TrainConfig.from_params(merged)
     min_tpp = min_tokens_per_param(spec, run.size)
@@ -139,27 +136,15 @@ def length_run(params: Mapping[str, Any], name: str) -> tuple[TrainConfig, Path]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m geolib.models.length", description=__doc__)
-    parser.add_argument("--params", default="params.yaml")
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("names", help="the runs of the design")
-    one = sub.add_parser("train", help="train one run (stage length_train@NAME)")
-    one.add_argument("name")
-    one.add_argument("--supersede-into", default=None)
-    args = parser.parse_args(argv)
-    params = load_params(args.params)
-    if args.command == "names":
-        print("\n".join(r.name for r in length_runs(params["training_length"])))
-        return 0
-    # the device first: sizing a run reads its tokenizer, which a wrong device must not reach
-    resolve_device(params.get("common", {}).get("device", "cpu"))
-    cfg, run_dir = length_run(params, args.name)
-    print(
-        f"{args.name}: {cfg.total_steps} steps, {cfg.total_steps * cfg.tokens_per_step:,} tokens",
-        file=sys.stderr,
+    return named_runs_main(
+        argv,
+        prog="python -m geolib.models.length",
+        description=__doc__,
+        noun="run",
+        stage="length_train",
+        listed=lambda params: check_names_listed(params["training_length"]),
+        build=lambda path, name: length_run(load_params(path), name),
     )
-    train(cfg, run_dir, progress=False, supersede_into=args.supersede_into)
-    return 0
 
 
 if __name__ == "__main__":

@@ -4,8 +4,9 @@ Each replicate is a default model (section ``train_<model>`` over ``train``: pyt
 olmo_sgd, bert) trained again with another seed; only ``seed`` changes (initialisation, batch
 order, validation draw). Its name is ``<model>-s<seed>`` and it trains into
 ``<run_root>/<name>``, so a DVC ``foreach`` stage per name retrains exactly the replicates whose
-values change. Seed ``common.seed`` is the default run itself (``runs/<model>``) and is not
-repeated here.
+values change. The default run (``runs/<model>``) has the seed of its section (``seed`` of
+``train_<model>``, else ``common.seed``), not repeated here. ``seeds`` are every model's
+replicate seeds; ``seeds_of`` gives a model its own list instead.
 
     python -m geolib.models.replicas names              # the replicates of section `replicas`
     python -m geolib.models.replicas train NAME         # stage train_replica@NAME
@@ -24,7 +25,8 @@ from typing import Any
 
 from geolib.config import load_params
 from geolib.models.runs import is_run_dir, read_run_info
-from geolib.models.train import TrainConfig, named_runs_main, params_to_config
+from geolib.models.train import named_runs_main
+from geolib.models.train_config import TrainConfig, params_to_config
 
 _NAME = re.compile(r"^(?P<model>[a-z][a-z0-9_]*)-s(?P<seed>\d+)$")
 #: any seeded name, ``<base>-s<seed>`` (a replicate, a seeded rung of the ladder)
@@ -46,14 +48,34 @@ def extra_seeds(seeds: Any, default_seed: int, where: str) -> list[int]:
     return list(seeds)
 
 
-def names(section: Mapping[str, Any], default_seed: int = 0) -> list[str]:
-    """``<model>-s<seed>`` for every model and seed of the ``replicas`` section, model-major.
-    A seed equal to ``default_seed`` (the default run's) or repeated is an error."""
+def names(section: Mapping[str, Any], default_seeds: Mapping[str, int] | None = None) -> list[str]:
+    """``<model>-s<seed>`` for every model and seed of the ``replicas`` section, model-major:
+    ``seeds``, or the model's own list in ``seeds_of``. A seed equal to the model's default
+    seed (``default_seeds``, 0 where absent: the default run's) or repeated is an error."""
     models = list(section["models"])
-    seeds = extra_seeds(section["seeds"], default_seed, "replicas.seeds")
     if len(set(models)) != len(models):
         raise ValueError(f"replicas.models repeats a model: {models}")
-    return [f"{model}-s{seed}" for model in models for seed in seeds]
+    own = section.get("seeds_of") or {}
+    if not isinstance(own, Mapping) or set(own) - set(models):
+        raise ValueError(
+            f"replicas.seeds_of must map models of replicas.models to seeds, got {own!r}"
+        )
+    out = []
+    for model in models:
+        where = f"replicas.seeds_of.{model}" if model in own else "replicas.seeds"
+        seed0 = int((default_seeds or {}).get(model, 0))
+        seeds = extra_seeds(own.get(model, section["seeds"]), seed0, where)
+        out += [f"{model}-s{seed}" for seed in seeds]
+    return out
+
+
+def default_seeds(params: Mapping[str, Any]) -> dict[str, int]:
+    """Each replicated model's default seed: ``train_<model>.seed``, else ``common.seed``."""
+    common = int(params.get("common", {}).get("seed", 0))
+    return {
+        m: int(params.get(f"train_{m}", {}).get("seed", common))
+        for m in params["replicas"]["models"]
+    }
 
 
 def parse(name: str) -> tuple[str, int]:
@@ -66,7 +88,7 @@ def parse(name: str) -> tuple[str, int]:
 
 def check_listed(params: Mapping[str, Any]) -> list[str]:
     """The replicates' names; error if ``replicas.names`` (the DVC foreach list) differs."""
-    expected = names(params["replicas"], int(params.get("common", {}).get("seed", 0)))
+    expected = names(params["replicas"], default_seeds(params))
     if list(params["replicas"].get("names", [])) != expected:
         raise ValueError(
             "replicas.names must equal the models x seeds of section replicas (python -m "

@@ -30,7 +30,7 @@ from geolib.models import runs
 from geolib.models.families import quiet_progress
 
 if TYPE_CHECKING:
-    from geolib.models.train import TrainConfig
+    from geolib.models.train_config import TrainConfig
 
 #: the modules whose code computes a run's weights: a run trained by other code is another run.
 #: The training stages in ``dvc.yaml`` list these files among their deps (a test checks it).
@@ -44,6 +44,7 @@ TRAINING_CODE = (
     "geolib.models.resume",
     "geolib.models.runs",
     "geolib.models.train",
+    "geolib.models.train_config",
 )
 
 #: configuration keys that say where and on how many threads a run computes, not what: a

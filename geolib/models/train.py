@@ -33,7 +33,7 @@ import platform
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +48,6 @@ from geolib.data.windows import IGNORE_INDEX, mask_tokens, sample_windows
 from geolib.models import runs
 from geolib.models.device import resolve_device
 from geolib.models.families import (
-    ModelConfig,
     build_model,
     count_params,
     matmul_params,
@@ -64,255 +63,13 @@ from geolib.models.resume import (
     save_checkpoint,
     superseded_reason,
 )
-
-SCHEDULES = ("cosine", "linear", "constant", "wsd")
-OPTIMIZERS = ("adamw", "sgd")
-PRECISIONS = ("fp32", "bf16", "auto")
-
-
-@dataclass
-class TrainConfig:
-    """Everything that determines a run (a run directory is tied to one configuration).
-
-    ``batch_size`` is the number of sequences per optimizer step (tokens per step =
-    ``batch_size·seq_len``); ``grad_accum`` splits them into that many micro-batches (the data
-    and, up to float summation order, the update do not depend on it). Checkpoints are taken at
-    :func:`checkpoint_steps` ``(total_steps, checkpoint_every, log_max)``. Without a tokenizer
-    (synthetic data), give ``vocab_size`` (and ``mask_token_id`` for ``bert``).
-
-    ``precision``: ``fp32``, or ``bf16`` (the forward passes under ``torch.autocast``; weights,
-    gradients, optimizer state and checkpoints stay float32, as in the papers' mixed-precision
-    training), or ``auto`` (:func:`resolve_precision`: bf16 where this machine runs it faster).
-    A model attention of ``auto`` becomes :func:`attention_for` the precision.
-
-    ``schedule: wsd`` (warmup-stable-decay) holds the peak rate after the warmup and decays it
-    linearly to ``min_lr_ratio·lr`` over the last ``decay_steps`` steps (given with it alone).
-    """
-
-    model: ModelConfig = field(default_factory=ModelConfig)
-    train_tokens: str = "data/tokens/id/train.npy"
-    val_tokens: str | None = "data/tokens/id/validation.npy"
-    tokenizer: str | None = "data/tokenizer"
-    vocab_size: int | None = None
-    mask_token_id: int | None = None
-    batch_size: int = 16
-    grad_accum: int = 1
-    seq_len: int = 128
-    lr: float = 2e-3
-    warmup_steps: int = 50
-    schedule: str = "cosine"
-    decay_steps: int | None = None
-    min_lr_ratio: float = 0.1
-    weight_decay: float = 0.1
-    optimizer: str = "adamw"
-    momentum: float = 0.9
-    betas: tuple[float, float] = (0.9, 0.95)
-    eps: float = 1e-8
-    grad_clip: float | None = 1.0
-    mask_prob: float = 0.15
-    total_steps: int = 1000
-    checkpoint_every: int = 250
-    log_max: int = 512
-    eval_interval: int = 50
-    eval_batches: int = 8
-    seed: int = 0
-    device: str = "cpu"
-    num_threads: int | None = None
-    precision: str = "fp32"
-
-    def __post_init__(self) -> None:
-        if isinstance(self.model, dict):
-            self.model = ModelConfig.from_dict(self.model)
-        if not isinstance(self.model, ModelConfig):
-            raise ValueError(f"TrainConfig.model must be a mapping, got {self.model!r}")
-        self._check_numbers()
-        if self.precision not in PRECISIONS:
-            raise ValueError(
-                f"TrainConfig.precision must be one of {PRECISIONS}, got {self.precision!r}"
-            )
-        if self.precision == "auto":  # the run records what it resolved to, never "auto"
-            self.precision = resolve_precision(self.device)
-        if self.model.attn_implementation == "auto":
-            self.model = replace(
-                self.model, attn_implementation=attention_for(self.precision, self.device)
-            )
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"unknown schedule {self.schedule!r}; known: {SCHEDULES}")
-        if (self.schedule == "wsd") != (self.decay_steps is not None):
-            raise ValueError(
-                "TrainConfig.decay_steps (the steps of the final decay) goes with schedule "
-                f"'wsd' and only with it: schedule {self.schedule!r}, decay_steps "
-                f"{self.decay_steps!r}"
-            )
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"unknown optimizer {self.optimizer!r}; known: {OPTIMIZERS}")
-        if self.batch_size % self.grad_accum:
-            raise ValueError(
-                f"batch_size={self.batch_size} not divisible by grad_accum={self.grad_accum}"
-            )
-        if self.seq_len > self.model.context:
-            raise ValueError(
-                f"seq_len={self.seq_len} exceeds the model context {self.model.context}"
-            )
-        if self.tokenizer is None and self.vocab_size is None:
-            raise ValueError("give a tokenizer directory or vocab_size")
-
-    def _check_numbers(self) -> None:
-        """Type and range of every numeric field (numbers given as strings are parsed), so a
-        bad value fails here with its name, not mid-run."""
-        w = "TrainConfig."
-        ints = {  # name: lowest value
-            "batch_size": 1, "grad_accum": 1, "seq_len": 1, "warmup_steps": 0,
-            "total_steps": 1, "checkpoint_every": 0, "log_max": 0, "eval_interval": 1,
-            "eval_batches": 0, "seed": 0,
-        }  # fmt: skip
-        for name, low in ints.items():
-            setattr(self, name, checked_number(w + name, getattr(self, name), int, low=low))
-        if self.warmup_steps > self.total_steps:
-            raise ValueError(
-                f"{w}warmup_steps ({self.warmup_steps}) exceeds total_steps ({self.total_steps}): "
-                "the learning rate would never reach its peak"
-            )
-        for name, low in (
-            ("vocab_size", 2),
-            ("mask_token_id", 0),
-            ("num_threads", 1),
-            ("decay_steps", 1),
-        ):
-            value = checked_number(w + name, getattr(self, name), int, low=low, optional=True)
-            setattr(self, name, value)
-        if self.decay_steps is not None and self.decay_steps > self.total_steps - self.warmup_steps:
-            raise ValueError(
-                f"{w}decay_steps ({self.decay_steps}) exceeds the steps after the warmup "
-                f"({self.total_steps} - {self.warmup_steps})"
-            )
-        positive = dict(low=0, low_open=True)
-        self.lr = checked_number(w + "lr", self.lr, float, **positive)
-        self.eps = checked_number(w + "eps", self.eps, float, **positive)
-        self.grad_clip = checked_number(
-            w + "grad_clip", self.grad_clip, float, optional=True, **positive
-        )
-        self.weight_decay = checked_number(w + "weight_decay", self.weight_decay, float, low=0)
-        self.min_lr_ratio = checked_number(
-            w + "min_lr_ratio", self.min_lr_ratio, float, low=0, high=1
-        )
-        unit_open = dict(low=0, high=1, high_open=True)
-        self.momentum = checked_number(w + "momentum", self.momentum, float, **unit_open)
-        self.mask_prob = checked_number(
-            w + "mask_prob", self.mask_prob, float, low_open=True, **unit_open
-        )
-        if isinstance(self.betas, str | bytes) or len(self.betas) != 2:
-            raise ValueError(f"{w}betas must be two numbers, got {self.betas!r}")
-        self.betas = tuple(
-            checked_number(f"{w}betas[{i}]", b, float, **unit_open)
-            for i, b in enumerate(self.betas)
-        )
-
-    @classmethod
-    def from_params(cls, params: dict[str, Any]) -> TrainConfig:
-        """From a (merged) parameters mapping; unknown keys are an error. A model without
-        ``context`` gets ``seq_len``."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(params) - known)
-        if unknown:
-            raise KeyError(f"unknown training parameters {unknown}; known: {sorted(known)}")
-        params = dict(params)
-        model = params.pop("model", {})
-        if not isinstance(model, dict):
-            raise ValueError(
-                f"TrainConfig.model must be a mapping of the model's keys (family, d_model, …), "
-                f"got {type(model).__name__} {model!r}"
-            )
-        model = dict(model)
-        model.setdefault("context", params.get("seq_len", cls.seq_len))
-        return cls(model=ModelConfig.from_dict(model), **params)
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["betas"] = list(self.betas)
-        return d
-
-    @property
-    def tokens_per_step(self) -> int:
-        return self.batch_size * self.seq_len
-
-
-# ----------------------------------------------------------------------------- precision
-
-
-def resolve_precision(device: str) -> str:
-    """``"bf16"`` where bf16 autocast trains faster than float32 here, else ``"fp32"``.
-
-    On a CPU that means AMX-BF16 tiles: measured with ``benchmarks/bench_train.py
-    --precision``, bf16 autocast (eager attention) ran the d = 128 models 1.2–1.5× float32's
-    tokens/s on a CPU with AMX, and 0.47–0.75× on one with AVX-512-BF16 but no AMX. On CUDA,
-    a GPU with bf16 support. The answer depends only on the hardware, so a run resolves to
-    the same precision on every restart on one machine (and is bitwise reproducible there)."""
-    if str(device).startswith("cuda"):
-        return "bf16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "fp32"
-    return "bf16" if cpu_has_amx_bf16() else "fp32"
-
-
-def cpu_has_amx_bf16() -> bool:
-    """Whether this CPU reports AMX tiles with bf16 (torch's own CPU feature probe)."""
-    try:
-        caps = torch.cpu.get_capabilities()
-    except (AttributeError, RuntimeError):  # an older torch: no probe, no claim of AMX
-        return False
-    return bool(caps.get("amx_bf16")) and bool(caps.get("amx_tile"))
-
-
-def attention_for(precision: str, device: str) -> str:
-    """The attention implementation that trains fastest at ``precision``: eager (matmul +
-    softmax) for bf16 on a CPU, whose backward ran faster there than SDPA's flash kernel
-    (SDPA's bf16 gained nothing over float32), else SDPA (the faster one in float32)."""
-    return "eager" if precision == "bf16" and not str(device).startswith("cuda") else "sdpa"
-
-
-def autocast(precision: str, device: torch.device | str):
-    """The context the forward passes run in: bf16 autocast for ``"bf16"``, else a no-op."""
-    device_type = torch.device(device).type
-    return torch.autocast(device_type, dtype=torch.bfloat16, enabled=precision == "bf16")
-
-
-# ----------------------------------------------------------------------------- schedules
-
-
-def checkpoint_steps(total: int, every: int, log_max: int = 512) -> list[int]:
-    """Pythia's checkpoint steps: 0, 1, 2, 4, …, ``log_max``, then every ``every`` steps, and
-    ``total`` (all ≤ ``total``). ``checkpoint_steps(143000, 1000)`` is Pythia's 154 steps."""
-    if total < 0 or every < 0:
-        raise ValueError("total and every must be non-negative")
-    steps = {0, total}
-    p = 1
-    while p <= min(log_max, total):
-        steps.add(p)
-        p *= 2
-    if every:
-        steps.update(range(every, total + 1, every))
-    return sorted(steps)
-
-
-def lr_at(step: int, cfg: TrainConfig) -> float:
-    """Learning rate of update number ``step`` (1-based): linear warmup over ``warmup_steps``,
-    then ``schedule`` down to ``min_lr_ratio·lr`` at ``total_steps`` (``wsd``: the peak until
-    the last ``decay_steps``, then linear)."""
-    peak, floor = cfg.lr, cfg.lr * cfg.min_lr_ratio
-    if cfg.warmup_steps and step <= cfg.warmup_steps:
-        return peak * step / cfg.warmup_steps
-    if cfg.schedule == "constant":
-        return peak
-    if cfg.schedule == "wsd":
-        stable_end = cfg.total_steps - cfg.decay_steps
-        if step <= stable_end:
-            return peak
-        return peak - (peak - floor) * min((step - stable_end) / cfg.decay_steps, 1.0)
-    span = max(cfg.total_steps - cfg.warmup_steps, 1)
-    progress = min(max(step - cfg.warmup_steps, 0) / span, 1.0)
-    if cfg.schedule == "linear":
-        return peak - (peak - floor) * progress
-    return floor + (peak - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
-
+from geolib.models.train_config import (
+    TrainConfig,
+    autocast,
+    lr_at,
+    params_to_config,
+    run_checkpoints,
+)
 
 # ----------------------------------------------------------------------------- data
 
@@ -526,7 +283,7 @@ def run_summary(
         "matmul_params": matmul_params(model),
         "vocab_size": vocab.size,
         "tokens_per_step": cfg.tokens_per_step,
-        "checkpoint_steps": checkpoint_steps(cfg.total_steps, cfg.checkpoint_every, cfg.log_max),
+        "checkpoint_steps": run_checkpoints(cfg),
         "torch": torch.__version__,
         "num_threads": torch.get_num_threads(),
         "machine": platform.machine(),
@@ -713,7 +470,7 @@ def _train(
         return runs.read_run_info(run_dir)  # finished: its record stays as it was written
     start = 0 if resumed is None else resumed
     rows = runs.metric_rows(run_dir, upto=start) if resumed is not None else []
-    ckpt_steps = set(checkpoint_steps(cfg.total_steps, cfg.checkpoint_every, cfg.log_max))
+    ckpt_steps = set(run_checkpoints(cfg))
     ckpt_steps.update(s for s in also_checkpoint if s <= cfg.total_steps)
 
     def validate() -> float | None:
@@ -800,24 +557,6 @@ def _train(
 # ----------------------------------------------------------------------------- entry point
 
 
-def params_to_config(params_path: str | Path, section: str, base: str | None = None) -> TrainConfig:
-    """The :class:`TrainConfig` of ``section`` of a parameters file: the ``common`` keys that
-    are training fields (``seed``, ``device``), then section ``base`` (shared defaults), then
-    ``section`` — nested mappings (``model``) merged key by key."""
-    from geolib.config import deep_update, load_params
-
-    data = load_params(params_path)
-    names = {f.name for f in fields(TrainConfig)}
-    merged = {k: v for k, v in data.get("common", {}).items() if k in names}
-    for name in (base, section):
-        if name is None:
-            continue
-        if name not in data:
-            raise KeyError(f"{params_path}: no section {name!r} (sections: {sorted(data)})")
-        merged = deep_update(merged, data[name])
-    return TrainConfig.from_params(merged)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Train one model (resumes if interrupted).")
     parser.add_argument("--params", default="params.yaml")
@@ -851,9 +590,11 @@ def named_runs_main(
     listed: Callable[[Mapping[str, Any]], list[str]],
     build: Callable[[str, str], tuple[TrainConfig, Path]],
 ) -> int:
-    """The command line of a design of named runs (the ladder's rungs, the replicates):
-    ``names`` prints them (``listed(params)``), ``train NAME`` trains one (stage
-    ``STAGE@NAME``; ``build(params_path, name)`` gives its configuration and run directory)."""
+    """The command line of a design of named runs (the ladder's rungs, the replicates, the
+    training-length study): ``names`` prints them (``listed(params)``), ``train NAME`` trains
+    one (stage ``STAGE@NAME``; ``build(params_path, name)`` gives its configuration and run
+    directory), after checking the device (building a configuration may read the tokenizer,
+    which a wrong device must not reach)."""
     parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("--params", default="params.yaml")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -867,8 +608,13 @@ def named_runs_main(
 
         print("\n".join(listed(load_params(args.params))))
         return 0
+    from geolib.config import load_params
+
+    resolve_device(load_params(args.params).get("common", {}).get("device", "cpu"))
     t0 = time.perf_counter()
     cfg, run_dir = build(args.params, args.name)
+    steps = f"{cfg.total_steps} steps, {cfg.total_steps * cfg.tokens_per_step:,} tokens"
+    print(f"{args.name}: {steps}", file=sys.stderr)
     train(cfg, run_dir, progress=False, supersede_into=args.supersede_into)
     print(f"{args.name}: trained in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     return 0

@@ -10,7 +10,9 @@ models). The table holds one row per (claim, chapter, scale) and a combined stat
 first version keeps each earlier verdict (``rule_v1``, ``rule_v2``, ``rule_v3``) and the reason
 on its row;
 ``decided`` says whether the rule saw the data it decided (``after seeing data``) or not
-(``prospective``).
+(``prospective``); a row decided prospectively on fresh seeds keeps the verdict of the seeds the
+rule had seen beside it as ``exploratory`` (:func:`confirmed`, from a record written by
+:func:`exploratory_record` before the fresh seeds were trained).
 
 Usage: ``python -m geolib.report.claims OUT.md [--trends TRENDS.json] FILE.json ...``
 """
@@ -20,7 +22,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +62,8 @@ def history(c: Claim) -> str:
                 f"{text} (prospective: the rule was committed before these data were made)".strip()
             )
         )
+    if c.exploratory:
+        text = f"{text}; exploratory, on the seeds the rule had seen: {c.exploratory}".strip("; ")
     if c.post_hoc:
         text = f"{text} (after seeing data: {c.post_hoc})".strip()
     return text
@@ -82,10 +86,12 @@ class Claim:
     version keeps each earlier version's verdict (``rule_v1``, ``rule_v2``, ``rule_v3``) with
     ``revision`` saying why the current one differs; ``decided`` says whether the current rule
     saw the data it decides (:data:`AFTER_DATA`) or was committed before them
-    (:data:`PROSPECTIVE`); ``post_hoc`` lists other decisions made after seeing data. ``scale``
-    says what the evidence was measured on (:func:`scale_text`: models, parameters, tokens,
-    seeds; or a released model): every empirical row the table shows must state it. A chapter
-    may give a claim several rows of different scales (our models, a released model).
+    (:data:`PROSPECTIVE`), and ``exploratory`` gives a prospective row's verdict on the seeds
+    the rule had seen (:func:`confirmed`); ``post_hoc`` lists other decisions made after seeing
+    data. ``scale`` says what the evidence was measured on (:func:`scale_text`: models,
+    parameters, tokens, seeds; or a released model): every empirical row the table shows must
+    state it. A chapter may give a claim several rows of different scales (our models, a
+    released model).
     """
 
     claim_id: str
@@ -106,6 +112,7 @@ class Claim:
     rule_v2: str = ""
     decided: str = ""
     rule_v3: str = ""
+    exploratory: str = ""
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -136,6 +143,11 @@ class Claim:
             raise ValueError(f"claim {self.claim_id}: a v3 verdict needs the v2 verdict before it")
         if self.decided not in DECIDED:
             raise ValueError(f"decided must be one of {DECIDED}, got {self.decided!r}")
+        if self.exploratory and self.decided != PROSPECTIVE:
+            raise ValueError(
+                f"claim {self.claim_id}: an exploratory verdict stands beside a prospective one "
+                f"only, not one decided {self.decided or 'without saying how'!r}"
+            )
         if bool(self.rule_v1) != bool(self.revision.strip()):
             raise ValueError(
                 f"claim {self.claim_id}: a revised rule needs both the first rule's verdict "
@@ -184,6 +196,115 @@ def read_claims(paths: Iterable[str | Path]) -> dict[str, list[Claim]]:
     for rows in table.values():
         rows.sort(key=lambda c: (c.chapter, c.scale))
     return table
+
+
+#: the fields of a row that an exploratory record keeps
+RECORDED = ("claim_id", "chapter", "status", "key_number", "unit", "seeds_agreeing", "decided")
+
+
+def exploratory_record(
+    table: Mapping[str, list[Claim]],
+    claim_ids: Sequence[str],
+    chapters: Sequence[str],
+    *,
+    seeds: Sequence[int],
+    source: str,
+) -> dict[str, Any]:
+    """The verdicts that rows of ``claim_ids`` in ``chapters`` reached on the seeds their rule
+    had seen (empirical rows decided after seeing data; one per claim and chapter), kept before
+    fresh seeds replace those models. ``source`` says where the rows were read (a commit)."""
+    rows = [
+        {f: getattr(c, f) for f in RECORDED}
+        for cid in claim_ids
+        for c in table.get(cid, [])
+        if c.chapter in chapters and c.evidence == EMPIRICAL and c.decided == AFTER_DATA
+    ]
+    keys = [(r["claim_id"], r["chapter"]) for r in rows]
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"more than one empirical row per claim and chapter: {keys}")
+    if not rows:
+        raise ValueError(f"no empirical row decided after seeing data for {list(claim_ids)}")
+    return {
+        "seeds": [int(s) for s in seeds],
+        "source": source,
+        "rows": rows,
+    }
+
+
+def confirmed(
+    claim: Claim, seeds: Iterable[int], confirmatory: Iterable[int], record: Mapping[str, Any]
+) -> Claim:
+    """``claim`` as decided on models of ``seeds``: where every seed is a confirmatory one (none
+    of them seen by the rule), the row reads :data:`PROSPECTIVE` with the record's verdict of
+    the same claim and chapter beside it as ``exploratory``; otherwise it is returned as it is.
+    A confirmatory row with no recorded exploratory verdict is an error."""
+    seeds, fresh = {int(s) for s in seeds}, {int(s) for s in confirmatory}
+    if not seeds or not seeds <= fresh:
+        return claim
+    seen = set(record.get("seeds", []))
+    if seen & fresh:
+        raise ValueError(f"the confirmatory seeds {sorted(fresh)} include seen ones {sorted(seen)}")
+    match = [
+        r
+        for r in record.get("rows", [])
+        if r["claim_id"] == claim.claim_id and r["chapter"] == claim.chapter
+    ]
+    if len(match) != 1:
+        raise ValueError(
+            f"claim {claim.claim_id} ({claim.chapter}): {len(match)} exploratory rows recorded, "
+            "one needed beside a confirmatory verdict"
+        )
+    r = match[0]
+    agree = f"; seeds agreeing {r['seeds_agreeing']}" if r["seeds_agreeing"] else ""
+    words = (
+        f"{r['status']} on seeds {', '.join(map(str, sorted(seen)))}, which seeds "
+        f"{', '.join(map(str, sorted(seeds)))} replace here ({r['key_number']}; {r['unit']}"
+        f"{agree}; decided after seeing data; {record['source']})"
+    )
+    return replace(claim, decided=PROSPECTIVE, exploratory=words)
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """The confirmatory seeds (``verdicts.confirmatory_seeds``) and the path of the record of
+    the verdicts on the seeds the rules had seen (``verdicts.exploratory_record``, a JSON file
+    written by :func:`exploratory_record`, read when a row is confirmatory). Empty (no seeds):
+    every row stays as decided."""
+
+    seeds: frozenset[int] = frozenset()
+    record: str = ""
+
+    @classmethod
+    def from_params(cls, verdicts: Mapping[str, Any] | None) -> Confirmation:
+        """From the ``verdicts`` section; neither key: none. One without the other is an error."""
+        verdicts = verdicts or {}
+        seeds, path = verdicts.get("confirmatory_seeds"), verdicts.get("exploratory_record")
+        if seeds is None and path is None:
+            return cls()
+        if seeds is None or not path:
+            raise ValueError(
+                "verdicts.confirmatory_seeds and verdicts.exploratory_record go together"
+            )
+        if not isinstance(seeds, list) or not all(
+            isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in seeds
+        ):
+            raise ValueError(f"verdicts.confirmatory_seeds must be seeds (integers), got {seeds!r}")
+        return cls(frozenset(seeds), str(path))
+
+    def apply(self, claim: Claim, runs: Mapping[str, Mapping[str, Any]]) -> Claim:
+        """:func:`confirmed` on the seeds of ``runs`` (an analysis summary's); runs with no
+        seed (released checkpoints) are never confirmatory. The record is read only here, for
+        a row whose seeds are all confirmatory; one that cannot be read is an error."""
+        seeds = [v.get("seed") for v in runs.values()]
+        if not self.seeds or not seeds or any(x is None or x not in self.seeds for x in seeds):
+            return claim
+        try:
+            record = json.loads(Path(self.record).read_text())
+        except (OSError, ValueError) as err:
+            raise ValueError(f"exploratory record {self.record}: cannot be read: {err}") from None
+        if not isinstance(record, dict) or not {"seeds", "source", "rows"} <= set(record):
+            raise ValueError(f"{self.record}: not an exploratory record (seeds, source, rows)")
+        return confirmed(claim, seeds, self.seeds, record)
 
 
 def _count(n: float) -> str:

@@ -107,6 +107,8 @@ def _row_words(c: Claim, with_status: bool) -> str:
         sure.append("rule set after seeing these data")
     elif c.decided == PROSPECTIVE:
         sure.append("rule committed before these data were made")
+    if c.exploratory:
+        sure.append(f"exploratory, on the seeds the rule had seen: {plain(c.exploratory)}")
     how = f" ({'; '.join(sure)})" if sure else ""
     return f"in the {chapter} chapter{status}{number}{scale}{how}"
 

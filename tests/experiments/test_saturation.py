@@ -83,7 +83,7 @@ def test_seen_windows_replay_the_training_sampler(tmp_path):
 
     from geolib.models.checkpoints import load
     from geolib.models.runs import read_run_info
-    from geolib.models.train import TrainConfig
+    from geolib.models.train_config import TrainConfig
     from tests.models.test_checkpoints import V as V_TOKENIZER
     from tests.tiny import tiny_corpus, train_tiny
 

@@ -23,7 +23,8 @@ from geolib.models.checkpoints import (
     revision_step,
 )
 from geolib.models.families import ModelConfig, build_model, quiet_progress
-from geolib.models.train import TrainConfig, checkpoint_steps, train
+from geolib.models.train import train
+from geolib.models.train_config import TrainConfig, checkpoint_steps
 from tests.repo import ROOT
 from tests.tiny import tiny_corpus
 

@@ -24,7 +24,7 @@ from geolib.models.grid import (
     point_dir,
     threads_for,
 )
-from geolib.models.train import checkpoint_steps, lr_at
+from geolib.models.train_config import checkpoint_steps, lr_at
 
 ROOT = Path(__file__).resolve().parents[2]
 PARAMS = load_params(ROOT / "params.yaml")
@@ -160,7 +160,7 @@ def test_point_config_matches_tokens_and_factors():
 
 def test_decay_exponent_is_the_sum_of_lr_times_wd():
     cfg = point_config(PARAMS, Point.from_name("S-b128-wd2-lr0.004-f0.1-s0-tD"))
-    from geolib.models.train import lr_at
+    from geolib.models.train_config import lr_at
 
     assert decay_exponent(cfg) == pytest.approx(
         2.0 * sum(lr_at(t, cfg) for t in range(1, cfg.total_steps + 1))

@@ -14,7 +14,7 @@ from torch import nn
 from geolib.config import apply_profile, load_params, stage_params
 from geolib.models import ladder, runs
 from geolib.models.families import ModelConfig, build_model, count_params
-from geolib.models.train import params_to_config
+from geolib.models.train_config import params_to_config
 
 ROOT = Path(__file__).resolve().parents[2]
 PARAMS = load_params(ROOT / "params.yaml")
@@ -89,7 +89,7 @@ def test_a_seeded_rung_differs_from_its_rung_in_the_seed_only():
     assert run_dir == Path(f"runs/ladder/xs-s{seed}")
     mine, theirs = asdict(cfg), asdict(base)
     assert {k for k in mine if mine[k] != theirs[k]} == {"seed"}
-    assert cfg.seed == seed != base.seed == PARAMS["common"]["seed"]
+    assert cfg.seed == seed != base.seed == PARAMS["train_pythia"]["seed"]  # the family's seed
 
 
 def test_a_rung_differs_from_the_default_run_in_its_shape_only():

@@ -10,7 +10,7 @@ import pytest
 from geolib.config import load_params
 from geolib.models import length
 from geolib.models.families import build_model, count_params
-from geolib.models.train import checkpoint_steps
+from geolib.models.train_config import checkpoint_steps
 from tests.models.test_train import V, token_files  # noqa: F401  (the synthetic corpus fixture)
 from tests.tiny import tiny_train_section
 

@@ -17,25 +17,28 @@ import yaml
 from safetensors.torch import load_file
 
 from geolib.files import sha256_file
-from geolib.models import train as train_module
+from geolib.models import train_config
 from geolib.models.families import ModelConfig
 from geolib.models.resume import RunIdentityError
 from geolib.models.runs import METRIC_COLUMNS
 from geolib.models.train import (
     IGNORE_INDEX,
     Branch,
-    TrainConfig,
-    attention_for,
     branch_problem,
-    checkpoint_steps,
-    lr_at,
     main,
     mask_tokens,
-    params_to_config,
-    resolve_precision,
     sample_windows,
     train,
     train_step,
+)
+from geolib.models.train_config import (
+    TrainConfig,
+    attention_for,
+    checkpoint_steps,
+    lr_at,
+    params_to_config,
+    resolve_precision,
+    run_checkpoints,
 )
 from tests.repo import repo_env
 
@@ -100,6 +103,27 @@ def test_checkpoint_steps_like_pythia():
     assert checkpoint_steps(1000, 300, log_max=8) == [0, 1, 2, 4, 8, 300, 600, 900, 1000]
     assert checkpoint_steps(0, 5) == [0]
     assert checkpoint_steps(3, 0) == [0, 1, 2, 3]
+
+
+def test_a_dense_window_adds_its_steps_to_pythias():
+    default = checkpoint_steps(1000, 200)
+    dense = checkpoint_steps(1000, 200, 512, dense_every=16, dense_until=192)
+    window = list(range(16, 193, 16))
+    assert sorted(set(default) | set(window)) == dense
+    assert [s for s in dense if 16 <= s <= 192] == window  # every 16 steps, nothing else
+    assert checkpoint_steps(40, 0, 0, dense_every=16, dense_until=100) == [0, 16, 32, 40]
+    with pytest.raises(ValueError, match="non-negative"):
+        checkpoint_steps(100, 10, dense_every=-1)
+
+
+def test_a_dense_window_needs_both_ends_and_fits_the_run():
+    cfg = TrainConfig(vocab_size=50, total_steps=100, dense_every=10, dense_until=60)
+    assert run_checkpoints(cfg) == sorted({0, 1, 2, 4, 8, 16, 32, 64, 100} | set(range(10, 61, 10)))
+    longer = TrainConfig(vocab_size=50, total_steps=100, dense_every=40, dense_until=500)
+    assert [s for s in run_checkpoints(longer) if s % 40 == 0] == [0, 40, 80]  # ends with the run
+    for bad in ({"dense_every": 10}, {"dense_until": 60}):
+        with pytest.raises(ValueError, match="dense_every"):
+            TrainConfig(vocab_size=50, total_steps=100, **bad)
 
 
 @pytest.mark.parametrize("schedule", ["cosine", "linear", "constant"])
@@ -287,11 +311,11 @@ def test_bf16_step_runs_the_forward_in_bf16_and_stays_close(token_files, family)
 def test_precision_auto_resolves_by_hardware(token_files, monkeypatch):
     """``auto`` becomes bf16 only where the CPU reports AMX-BF16; the attention ``auto``
     follows the precision; the run records the resolved values, never "auto"."""
-    monkeypatch.setattr(train_module, "cpu_has_amx_bf16", lambda: True)
+    monkeypatch.setattr(train_config, "cpu_has_amx_bf16", lambda: True)
     cfg = tiny_cfg(token_files, precision="auto", model={"attn_implementation": "auto"})
     assert (cfg.precision, cfg.model.attn_implementation) == ("bf16", "eager")
     assert cfg.to_dict()["precision"] == "bf16"
-    monkeypatch.setattr(train_module, "cpu_has_amx_bf16", lambda: False)
+    monkeypatch.setattr(train_config, "cpu_has_amx_bf16", lambda: False)
     cfg = tiny_cfg(token_files, precision="auto", model={"attn_implementation": "auto"})
     assert (cfg.precision, cfg.model.attn_implementation) == ("fp32", "sdpa")
     assert resolve_precision("cpu") == "fp32"
@@ -309,6 +333,23 @@ def test_resume_refuses_another_config(token_files, tmp_path):
     train(tiny_cfg(token_files), tmp_path, progress=False, max_steps=3)
     with pytest.raises(ValueError, match="another configuration.*lr"):
         train(tiny_cfg(token_files, lr=5e-3), tmp_path, progress=False)
+
+
+def test_one_merge_layers_common_then_each_layer_key_by_key():
+    from geolib.models.train_config import merged_config
+
+    params = {"common": {"seed": 4, "device": "cpu", "not_training": 1}}
+    train = {"lr": 1e-3, "seed": 0, "model": {"d_model": 32, "n_heads": 2}}
+    design = {"lr": 2e-3, "model": {"n_heads": 4, "family": "olmo"}}
+    merged = merged_config(params, train, design)
+    assert merged == {
+        "seed": 0, "device": "cpu", "lr": 2e-3,
+        "model": {"d_model": 32, "n_heads": 4, "family": "olmo"},
+    }  # fmt: skip
+    assert train["model"] == {"d_model": 32, "n_heads": 2}  # the layers are not modified
+    assert merged_config({}, design) == design and merged_config(params) == {
+        "seed": 4, "device": "cpu"
+    }  # fmt: skip
 
 
 def test_entry_point_with_base_section(token_files, tmp_path):
@@ -440,8 +481,9 @@ def test_a_run_is_tied_to_its_data_not_its_path(token_files, tmp_path):
 _KILLER = """
 import json, os, signal, sys
 from geolib.models import runs, train as T
+from geolib.models.train_config import TrainConfig
 
-cfg = T.TrainConfig(**json.loads(open(sys.argv[1]).read()))
+cfg = TrainConfig(**json.loads(open(sys.argv[1]).read()))
 where, at, calls = sys.argv[3], int(sys.argv[4]), [0]
 
 def killing(f):  # SIGKILL this process at the at-th call of f, before f runs

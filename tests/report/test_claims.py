@@ -292,3 +292,88 @@ def test_a_description_row_is_shown_but_never_combined(tmp_path):
     md = claims_markdown(read_claims([write_claims(tmp_path / "c.json", rows)]))
     assert "**A4: not reproduced**" in md
     assert "description, not a verdict (reproduced on what it can speak to)" in md
+
+
+def _seen_table():
+    from geolib.report.claims import AFTER_DATA
+
+    row = Claim(
+        "A4", "reproduced", "share 0.7 [0.55, 0.82]", "gradient_energy", anchor="verdict-a4",
+        scale="9 models", unit="trained model (n = 6)", decided=AFTER_DATA,
+    )  # fmt: skip
+    released = Claim(
+        "A4", "reproduced", "95 of 120", "gradient_energy", anchor="verdict-a4",
+        scale="released model X", evidence="description", decided=AFTER_DATA,
+    )  # fmt: skip
+    other = Claim("A4", "partly", "0.6", "scale", anchor="a", scale="9 models", decided=AFTER_DATA)
+    return {"A4": [row, released, other], "A5": []}
+
+
+def test_the_exploratory_record_keeps_the_seen_empirical_rows_only():
+    from geolib.report.claims import exploratory_record
+
+    rec = exploratory_record(_seen_table(), ["A4", "A5"], ["gradient_energy"], seeds=[0, 1, 2],
+                             source="commit abc")  # fmt: skip
+    assert rec["seeds"] == [0, 1, 2] and rec["source"] == "commit abc"
+    assert [(r["claim_id"], r["chapter"], r["status"]) for r in rec["rows"]] == [
+        ("A4", "gradient_energy", "reproduced")
+    ]
+    with pytest.raises(ValueError, match="no empirical row"):
+        exploratory_record(_seen_table(), ["A5"], ["gradient_energy"], seeds=[0], source="x")
+    doubled = {"A4": _seen_table()["A4"][:1] * 2}
+    with pytest.raises(ValueError, match="more than one"):
+        exploratory_record(doubled, ["A4"], ["gradient_energy"], seeds=[0], source="x")
+
+
+def test_a_row_on_confirmatory_seeds_reads_prospective_with_the_seen_verdict_beside_it():
+    from geolib.report.claims import AFTER_DATA, PROSPECTIVE, confirmed, exploratory_record, history
+
+    rec = exploratory_record(_seen_table(), ["A4"], ["gradient_energy"], seeds=[0, 1, 2],
+                             source="commit abc")  # fmt: skip
+    fresh = Claim("A4", "partly", "share 0.5 [0.3, 0.7]", "gradient_energy", anchor="verdict-a4",
+                  scale="9 models", decided=AFTER_DATA)  # fmt: skip
+    row = confirmed(fresh, [3, 4, 5], [3, 4, 5], rec)
+    assert row.decided == PROSPECTIVE and row.status == "partly"
+    assert row.exploratory.startswith(
+        "reproduced on seeds 0, 1, 2, which seeds 3, 4, 5 replace here (share 0.7 [0.55, 0.82]"
+    )
+    assert "decided after seeing data; commit abc" in row.exploratory
+    assert "exploratory, on the seeds the rule had seen: reproduced" in history(row)
+    assert confirmed(fresh, [2, 3], [3, 4, 5], rec) is fresh  # a seen seed among them
+    assert confirmed(fresh, [], [3, 4, 5], rec) is fresh
+    with pytest.raises(ValueError, match="include seen ones"):
+        confirmed(fresh, [2], [2, 3], rec)
+    with pytest.raises(ValueError, match="0 exploratory rows"):
+        confirmed(fresh, [3], [3], {"seeds": [0], "source": "x", "rows": []})
+    with pytest.raises(ValueError, match="exploratory verdict stands beside a prospective"):
+        Claim("A4", "partly", "x", "gradient_energy", anchor="a", scale="s", exploratory="y")
+
+
+@pytest.mark.parametrize(
+    ("verdicts", "match"),
+    [
+        ({"confirmatory_seeds": [3]}, "go together"),
+        ({"exploratory_record": "x.json"}, "go together"),
+        ({"confirmatory_seeds": ["3"], "exploratory_record": "x.json"}, "integers"),
+        ({"confirmatory_seeds": [True], "exploratory_record": "x.json"}, "integers"),
+        ({"confirmatory_seeds": 3, "exploratory_record": "x.json"}, "integers"),
+    ],
+)
+def test_a_confirmation_needs_its_seeds_and_its_record(verdicts, match):
+    from geolib.report.claims import Confirmation
+
+    with pytest.raises(ValueError, match=match):
+        Confirmation.from_params(verdicts)
+    assert Confirmation.from_params({"learned_margin": 0.25}) == Confirmation()
+
+
+def test_a_record_that_is_not_one_is_refused_when_read(tmp_path):
+    from geolib.report.claims import Confirmation
+
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"rows": []}))
+    c = Confirmation.from_params({"confirmatory_seeds": [3], "exploratory_record": str(bad)})
+    row = Claim("A4", "partly", "x", "gradient_energy", anchor="a", scale="s")
+    with pytest.raises(ValueError, match="not an exploratory record"):
+        c.apply(row, {"runs/m": {"seed": 3}})
+    assert c.apply(row, {"runs/m": {"seed": 2}}) == row  # not confirmatory: never read

@@ -33,6 +33,10 @@ def test_a_paragraph_says_the_paper_the_status_the_number_the_scale_and_how_sure
     assert f"Here it did not hold — in the gradient energy chapter: {number}, on {scale} (" in text
     assert "(seeds agreeing 3 of 3; survives the declared alternatives; " in text
     assert "rule committed before these data were made" in text
+    assert "exploratory" not in text
+    seen = finding("A4", [_row("A4", "partly", "gradient_energy", decided=PROSPECTIVE,
+                               exploratory="reproduced on seeds 0, 1, 2 (0.7)")])  # fmt: skip
+    assert "made; exploratory, on the seeds the rule had seen: reproduced on seeds 0, 1, 2" in seen
 
 
 def test_rows_that_disagree_combine_as_the_claims_table_does():

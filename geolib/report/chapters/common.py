@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Self, TypeVar
 
 import pandas as pd
 
-from geolib.report.claims import AFTER_DATA, Claim, scale_of_runs
+from geolib.report.claims import AFTER_DATA, Claim, Confirmation, scale_of_runs
 from geolib.report.markup import words
 from geolib.report.rules import Learners, Verdict, robustness, section_basics, seeds_agreeing
 
@@ -38,6 +38,7 @@ class V3Section:
     alternatives: Mapping[str, Mapping[str, Any]]
     revision: str
     raw: Mapping[str, Any] = field(repr=False)
+    confirmation: Confirmation = field(default_factory=Confirmation, repr=False)
 
     CHAPTER: ClassVar[str]
     NEED: ClassVar[tuple[str, ...]]
@@ -66,6 +67,7 @@ class V3Section:
             alternatives=dict(v3["alternatives"]),
             revision=words(v3["revision"]),
             raw=section,
+            confirmation=Confirmation.from_params(verdicts),
             **own,
         )
 
@@ -118,8 +120,9 @@ def v3_claim(
 ) -> Claim:
     """A chapter's row for our trained models: v3's ``verdict`` with how many ``seeds`` agree
     with it and whether it survives each declared alternative, v1's and v2's statuses beside
-    it, on the ``runs`` of the stage's summary, decided after seeing data."""
-    return Claim(
+    it, on the ``runs`` of the stage's summary, decided after seeing data unless every run is of
+    a confirmatory seed (:class:`~geolib.report.claims.Confirmation`)."""
+    row = Claim(
         claim,
         verdict.status,
         key_number,
@@ -137,3 +140,4 @@ def v3_claim(
         scale=scale_of_runs(runs),
         decided=AFTER_DATA,
     )
+    return section.confirmation.apply(row, runs)

@@ -31,8 +31,9 @@ from geolib.measure.stats import (
     share_over_models,
     t_quantile,
 )
-from geolib.report.claims import AFTER_DATA, DESCRIPTION, Claim, scale_of_runs
+from geolib.report.claims import AFTER_DATA, DESCRIPTION, Claim, Confirmation, scale_of_runs
 from geolib.report.markup import words
+from geolib.report.peak_timing import PER_MODEL, bracket, warmup_alternative
 from geolib.report.rules import (
     INCONCLUSIVE,
     NOT_RUN,
@@ -69,6 +70,9 @@ class Section:
     a6: Mapping[str, Any]
     a7: Mapping[str, Any]
     raw: Mapping[str, Any] = field(repr=False)
+    a7_warmup: Mapping[str, Any] | None = None
+    verdict_steps: tuple[int, ...] | None = None
+    confirmation: Confirmation = field(default_factory=Confirmation, repr=False)
 
     @classmethod
     def from_params(
@@ -89,18 +93,63 @@ class Section:
             a6=section["a6_v3"],
             a7=section["a7_v3"],
             raw=section,
+            a7_warmup=_warmup_params(section.get("a7_warmup")),
+            verdict_steps=_steps(section.get("verdict_steps")),
+            confirmation=Confirmation.from_params(verdicts),
         )
+
+
+def _steps(steps: Any) -> tuple[int, ...] | None:
+    """``verdict_steps`` checked: distinct non-negative steps, or ``None`` (every step)."""
+    if steps is None:
+        return None
+    if not isinstance(steps, list) or not all(
+        isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in steps
+    ):
+        raise ValueError(f"gradient_energy.verdict_steps must be a list of steps, got {steps!r}")
+    if len(set(steps)) != len(steps):
+        raise ValueError(f"gradient_energy.verdict_steps repeats a step: {steps}")
+    return tuple(sorted(steps))
+
+
+def on_steps(tables: Tables, steps: tuple[int, ...] | None) -> Tables:
+    """``tables`` with only the checkpoints at ``steps`` (``None``: all of them): what A4's
+    units and A6's matched progress read (``gradient_energy.verdict_steps``)."""
+    if steps is None:
+        return tables
+    keep = set(steps)
+    return Tables(
+        tables.r_energy[tables.r_energy["step"].isin(keep)],
+        tables.losses[tables.losses["step"].isin(keep)],
+        tables.summary,
+        tables.warmup,
+    )
+
+
+def _warmup_params(p: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """``a7_warmup`` checked (absent: no warm-up alternative)."""
+    if p is None:
+        return None
+    missing = {"family", "shift_steps", "tolerance", "min_pairs", "reason"} - set(p)
+    if missing:
+        raise ValueError(f"gradient_energy.a7_warmup lacks {sorted(missing)}")
+    check.scalar("a7_warmup.shift_steps", p["shift_steps"], low=0.0, strict=True)
+    check.scalar("a7_warmup.tolerance", p["tolerance"], low=0.0)
+    check.scalar("a7_warmup.min_pairs", p["min_pairs"], low=1.0)
+    return p
 
 
 @dataclass(frozen=True)
 class Tables:
     """The stage's tables: ``r_energy`` (one row per run, step, layer, k, source of T),
     ``losses`` (evaluation loss and unigram entropy per run and step), ``summary`` (the
-    stage's ``summary.json``: runs with family, seed and size; the v1/v2 counts)."""
+    stage's ``summary.json``: runs with family, seed and size; the v1/v2 counts), and
+    ``warmup``: the same tables of A7's warm-up alternative (``None``: not measured)."""
 
     r_energy: pd.DataFrame
     losses: pd.DataFrame
     summary: Mapping[str, Any]
+    warmup: Tables | None = None
 
     def model(self, run: str) -> str:
         return Path(run).name
@@ -109,13 +158,15 @@ class Tables:
         return str(self.summary["runs"][run]["family"])
 
 
-def load_tables(out_dir: str | Path) -> Tables:
-    """The tables :mod:`geolib.experiments.gradient_energy` wrote in ``out_dir``."""
+def load_tables(out_dir: str | Path, warmup_dir: str | Path | None = None) -> Tables:
+    """The tables :mod:`geolib.experiments.gradient_energy` wrote in ``out_dir`` (and, with
+    ``warmup_dir``, those of A7's warm-up alternative)."""
     out = Path(out_dir)
     return Tables(
         pd.read_csv(out / "r_energy.csv"),
         pd.read_csv(out / "losses.csv"),
         json.loads((out / "summary.json").read_text()),
+        load_tables(warmup_dir) if warmup_dir is not None else None,
     )
 
 
@@ -244,7 +295,9 @@ def a7_per_model(
     null_source: int | None = None,
 ) -> pd.DataFrame:
     """A7 v3 per model: where the median over block layers of the refitted R_energy peaks
-    (steps > ``after_warmup`` × ``warmup_steps``, and >= 1), whether that is in the first
+    (steps > ``after_warmup`` × ``warmup_steps``, and >= 1) and the searched checkpoints on
+    each side of it (:func:`~geolib.report.peak_timing.bracket`), the first checkpoint at which
+    the model has learned (``learned_step``; NaN: never), whether the peak is in the first
     ``early_share`` of training, the peak-to-final ratio with conservative bounds (peak low /
     final high, peak high / final low; medians over layers), and, at the final checkpoint, the
     difference of median log R_energy between T frozen at the first learned source step within
@@ -260,12 +313,14 @@ def a7_per_model(
             continue
         curve = window.groupby("step")["r_energy"].median()
         peak = int(curve.idxmax())
+        around = bracket(curve.index, peak)
         at_peak = g[g["step"] == peak].set_index("layer")
         at_end = g[g["step"] == final].set_index("layer").loc[at_peak.index]
         ratio = float(np.median(at_peak["r_energy"] / at_end["r_energy"]))
         low = float(np.median(at_peak["ci_low"] / at_end["ci_high"]))
         high = float(np.median(at_peak["ci_high"] / at_end["ci_low"]))
         learned = _learned_steps(tables.losses, run, margin)
+        first_learned = min((t for t in learned if t >= 1), default=None)
         early = early_share * final
         post = [s for s in sorted(frozen_sources) if s in learned and s <= early]
         pre = [s for s in sorted(frozen_sources) if s not in learned and s < final]
@@ -284,7 +339,12 @@ def a7_per_model(
                 "run": run,
                 "model": tables.model(run),
                 "family": tables.family(run),
+                "seed": tables.summary["runs"][run].get("seed"),
                 "peak_step": peak,
+                "before_peak": around.before,
+                "after_peak": around.after,
+                "bracketed": around.bracketed,
+                "learned_step": first_learned if first_learned is not None else math.nan,
                 "final_step": final,
                 "peak_early": peak <= early,
                 "peak_over_final": ratio,
@@ -331,6 +391,7 @@ def a4_v3(tables: Tables, section: Section, change: Mapping[str, Any] | None = N
     """A4 v3 (see ``params.yaml``): premise R >> 1, then the share of learned early units above
     ``r_bar``, both over learned decoders (:func:`share_over_models`)."""
     change = dict(change or {})
+    tables = on_steps(tables, None if change.get("steps") == "all" else section.verdict_steps)
     p = section.a4
     k = int(change.get("k", section.key_rank))
     rule = rule_with(section.raw["a4_rule_v3"], change)
@@ -381,6 +442,7 @@ def a6_v3(tables: Tables, section: Section, change: Mapping[str, Any] | None = N
     """A6 v3: learned decoders over learned encoders at matched learning progress; the ratio
     exp(mean log R_dec − mean log R_enc) with a Welch interval over models."""
     change = dict(change or {})
+    tables = on_steps(tables, None if change.get("steps") == "all" else section.verdict_steps)
     k = int(change.get("k", section.key_rank))
     progress = float(change.get("progress", section.a6["progress"]))
     rule = rule_with(section.raw["a6_rule_v3"], change)
@@ -395,7 +457,8 @@ def a6_v3(tables: Tables, section: Section, change: Mapping[str, Any] | None = N
             f"{dec.size} learned decoders and {enc.size} learned encoders: an interval over "
             f"models needs at least two of each ({lv.words()})"
         )
-        return Outcome(premise_fails(rule, why), why, per, {})
+        v = premise_fails(rule, why)
+        return Outcome(v, why, per, {}, f"{v.reason}. {margins_words(tables)}.")
     diff, low, high = welch(dec, enc, section.ci_level)
     ratio = (math.exp(diff), math.exp(low), math.exp(high))
     v = rule.decide(*ratio)
@@ -403,7 +466,17 @@ def a6_v3(tables: Tables, section: Section, change: Mapping[str, Any] | None = N
         f"decoders/encoders typical R_energy at {progress:g} of the loss drop {ratio[0]:.3g} "
         f"[{ratio[1]:.3g}, {ratio[2]:.3g}] (Welch over {dec.size} + {enc.size} learned models)"
     )
-    return Outcome(v, key, per, {}, f"{v.reason}. {lv.words()}.")
+    return Outcome(v, key, per, {}, f"{v.reason}. {lv.words()}. {margins_words(tables)}.")
+
+
+def margins_words(tables: Tables) -> str:
+    """Every run's final margin below the unigram entropy (nats), encoders and decoders, e.g.
+    ``"Final loss below the unigram entropy (nats): pythia 1.21, bert 0.61"``."""
+    last = tables.losses.loc[tables.losses.groupby("run", sort=False)["step"].idxmax()]
+    below = last["unigram_entropy"] - last["eval_loss"]
+    return "Final loss below the unigram entropy (nats): " + ", ".join(
+        f"{tables.model(r)} {m:.3g}" for r, m in zip(last["run"], below, strict=True)
+    )
 
 
 def welch(a: np.ndarray, b: np.ndarray, level: float) -> tuple[float, float, float]:
@@ -483,15 +556,67 @@ def a7_v3(tables: Tables, section: Section, change: Mapping[str, Any] | None = N
         if len(null)
         else ""
     )
+    peaks = ", ".join(f"{r.model} {bracket_words(r)}" for r in per.itertuples())
+    alternative = "" if change else warmup_words(tables, section, per, k)
     detail = (
         f"{null_words_end}strongest early: {v_early.reason}; beyond the null: {v_null.reason}. "
-        "Peaks: "
-        + ", ".join(f"{m} step {s}" for m, s in per[["model", "peak_step"]].to_numpy())
-        + f"; {first_after} of {n} at the first checkpoint after the {warm}-step warm-up. "
+        f"Peak steps (the searched checkpoints before | after): {peaks}; "
+        f"{int(per['bracketed'].sum())} of {n} with a checkpoint on each side; {first_after} of "
+        f"{n} at the first checkpoint after the {warm}-step warm-up. {alternative}"
         f"{lv.words()}."
     )
     verdict = Verdict(status, f"{rule.describe()} And: {null_rule.describe()}", what)
     return Outcome(verdict, f"{early_words}; {null_words}", per, {}, detail)
+
+
+def bracket_words(row: Any) -> str:
+    """``"64 (48 | 80)"``: a per-model row's peak step and the checkpoints around it."""
+    side = [str(int(x)) if pd.notna(x) else "none" for x in (row.before_peak, row.after_peak)]
+    return f"{int(row.peak_step)} ({side[0]} | {side[1]})"
+
+
+def warmup_per_model(tables: Tables, section: Section, per: pd.DataFrame | None, k: int) -> tuple:
+    """A7's per-model peaks of the default family (``per``: :func:`a7_per_model` of the learned
+    decoders) and of the warm-up alternative's learned models, for
+    :func:`~geolib.report.peak_timing.warmup_alternative`."""
+    p = section.a7_warmup or {}
+    default = per[per["family"] == p.get("family")] if per is not None and len(per) else None
+    alt = tables.warmup
+    lv = learned_models(alt, section.learned_margin)
+    longer = a7_per_model(
+        alt,
+        list(lv.kept),
+        k=k,
+        early_share=section.early_share,
+        margin=section.learned_margin,
+        frozen_sources=[int(x) for x in section.raw["frozen_sources"]],
+    )
+    none = pd.DataFrame(columns=["model", *PER_MODEL])  # nothing learned: nothing to pair
+    return (
+        none if default is None or default.empty else default,
+        none if longer.empty else longer,
+        lv,
+    )
+
+
+def warmup_words(tables: Tables, section: Section, per: pd.DataFrame, k: int) -> str:
+    """The warm-up alternative's sentence for A7's detail (empty where it is not measured)."""
+    p = section.a7_warmup
+    if p is None or tables.warmup is None:
+        return ""
+    default, longer, lv = warmup_per_model(tables, section, per, k)
+    alt = warmup_alternative(
+        default,
+        longer,
+        warmup_shift=int(p["shift_steps"]),
+        tolerance=float(p["tolerance"]),
+        min_pairs=int(p["min_pairs"]),
+    )
+    peaks = ", ".join(f"{r.model} {bracket_words(r)}" for r in longer.itertuples())
+    return (
+        f"Warm-up alternative ({p['family']}, declared before the runs; it does not change the "
+        f"status): {alt.words}. Its peaks: {peaks or 'none'}; {lv.words()}. "
+    )
 
 
 def _first_after(tables: Tables, warmup: int) -> int:
@@ -578,7 +703,8 @@ def excluding_words(table: pd.DataFrame, name: str = "r_energy.csv") -> str:
 
 def verdicts(tables: Tables, section: Section) -> list[Claim]:
     """The chapter's rows for our trained models: A4, A6, A7 by the v3 rules, each with its v1
-    and v2 verdicts, decided after seeing data."""
+    and v2 verdicts; decided after seeing data, or prospective with the seen seeds' verdict
+    beside it where every model is of a confirmatory seed (``section.confirmation``)."""
     out = outcomes(tables, section)
     excluded = excluding_words(tables.r_energy)
     before = earlier_statuses(tables.summary, section.raw)
@@ -606,7 +732,7 @@ def verdicts(tables: Tables, section: Section) -> list[Claim]:
                 decided=AFTER_DATA,
             )
         )
-    return rows
+    return [section.confirmation.apply(r, tables.summary["runs"]) for r in rows]
 
 
 def released_row(table: pd.DataFrame, section: Section, name: str, scale: str) -> Claim:

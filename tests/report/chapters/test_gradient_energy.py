@@ -111,6 +111,20 @@ def test_a4_units_are_learned_early_checkpoints_and_the_share_is_over_models():
     assert f"[{low:.3g}," in out.key_number
 
 
+def test_a4_and_a6_read_the_declared_verdict_steps_and_every_step_as_an_alternative():
+    t = tables(decoders(const(30.0)))
+    steps = [0, 1, 64, 256, 1000]  # of the early learned ones (16, 64, 128, 256): 64 and 256
+    out = ge.a4_v3(t, section(verdict_steps=steps))
+    assert "dec-s0 4/4" in out.detail  # two steps x two block layers
+    every = ge.a4_v3(t, section(verdict_steps=steps), {"steps": "all"})
+    assert "dec-s0 8/8" in every.detail
+    assert ge.on_steps(t, None) is t
+    assert set(ge.on_steps(t, tuple(steps)).losses["step"]) == set(steps)
+    for bad in ([1, 1], [-1], "all"):
+        with pytest.raises(ValueError, match="verdict_steps"):
+            section(verdict_steps=bad)
+
+
 def test_a4_not_reproduced_inconclusive_and_premise():
     below = ge.a4_v3(tables(decoders(const(3.0))), section())  # R >> 1 but never above 10
     assert below.verdict.status == NOT_REPRODUCED
@@ -158,6 +172,16 @@ def test_a6_welch_interval_matches_scipy():
     # our dof is floored to an integer (conservative): at least scipy's width
     assert lo <= ci.low + 1e-12 and hi >= ci.high - 1e-12
     assert hi - lo == pytest.approx(ci.high - ci.low, rel=0.5)
+
+
+def test_a6_names_every_models_margin_below_the_unigram_entropy():
+    models = decoders(const(30.0), n=2)
+    models["enc-s0"] = {"decoder": False, "r": const(3.0)}
+    models["enc-s1"] = {"decoder": False, "r": const(3.0)}
+    models["enc-bad"] = {"decoder": False, "r": const(3.0), "learns": False}
+    out = ge.a6_v3(tables(models), section())
+    # final loss 5.0 (learners) and 8 - 1.05 = 6.95 (the non-learner) against 7.0
+    assert "(nats): dec-s0 2, dec-s1 2, enc-s0 2, enc-s1 2, enc-bad 0.05" in out.detail
 
 
 def test_a6_branches():
@@ -277,7 +301,96 @@ def test_a7_warmup_alternative_moves_the_peak_search_past_the_warmup():
     assert per["peak_step"].tolist() == [128] * 3  # step 64 < 100 is not searched
 
 
+def test_a7_names_the_checkpoints_around_each_peak_and_the_learned_step():
+    t = tables(decoders(imprinted))
+    per = ge.a7_per_model(
+        t, list(t.summary["runs"]), k=4, early_share=0.3, margin=0.25, frozen_sources=SOURCES
+    )
+    # searched steps >= 1: 1, 16, 64, 128, ...; the loss is 6.5 <= 7 - 0.25 from step 16 on
+    assert per[["before_peak", "after_peak"]].values.tolist() == [[16, 128]] * 3
+    assert per["bracketed"].all() and per["learned_step"].tolist() == [16] * 3
+    assert per["seed"].tolist() == [0, 1, 2]
+    out = ge.a7_v3(t, section())
+    assert (
+        "dec-s0 64 (16 | 128)" in out.detail
+        and "3 of 3 with a checkpoint on each side" in out.detail
+    )
+    assert "Warm-up alternative" not in out.detail  # not declared here
+
+
+WARMUP = {"family": "dec", "shift_steps": 50, "tolerance": 16, "min_pairs": 2, "reason": "r"}
+
+
+def test_a7_reads_the_warmup_alternative_by_seed_without_changing_the_status():
+    def later(step, layer, source):  # the peak one checkpoint later, at 128
+        if source == "refit":
+            return {0: 1.0, 1: 1.0, 16: 5.0, 64: 20.0, 128: 40.0}.get(step, 10.0)
+        return imprinted(step, layer, source)
+
+    base = tables(decoders(imprinted))
+    longer = tables({f"dec-s{i}": {"decoder": True, "r": later} for i in range(2)})
+    both = ge.Tables(base.r_energy, base.losses, base.summary, longer)
+    out = ge.a7_v3(both, section(a7_warmup=WARMUP))
+    assert out.verdict.status == ge.a7_v3(base, section()).verdict.status
+    # peak 64 -> 128 (+64), learned 16 -> 16 (+0): 14 from the warm-up's 50, 64 from learning's
+    assert "seed 0: peak 64 → 128 (shift +64)" in out.detail
+    assert "The peak follows the schedule" in out.detail
+    assert "dec-s1 128 (64 | 256)" in out.detail
+    assert (
+        ge.a7_v3(both, section(a7_warmup={**WARMUP, "min_pairs": 3})).detail.count("cannot tell")
+        == 1
+    )
+    with pytest.raises(ValueError, match="a7_warmup lacks"):
+        section(a7_warmup={"family": "dec"})
+    # the alternative's models never learned: no pair, "cannot tell", and no error
+    idle = tables({f"dec-s{i}": {"decoder": True, "r": later, "learns": False} for i in range(2)})
+    out = ge.a7_v3(
+        ge.Tables(base.r_energy, base.losses, base.summary, idle), section(a7_warmup=WARMUP)
+    )
+    assert "0 learned pair(s)" in out.detail and "cannot tell" in out.detail
+    default, longer, _ = ge.warmup_per_model(both, section(a7_warmup=WARMUP), None, 4)
+    assert default.empty and list(default.columns) == ["model", "seed", "peak_step", "learned_step"]
+
+
 # --- the section, the rows ----------------------------------------------------------------
+
+
+def test_rows_on_confirmatory_seeds_are_prospective_with_the_seen_verdicts_beside(tmp_path):
+    import json
+
+    from geolib.report.claims import AFTER_DATA, PROSPECTIVE, Claim
+
+    t = tables(decoders(imprinted))  # seeds 0, 1, 2
+    seen = [
+        {"claim_id": "A7", "chapter": "gradient_energy", "status": "reproduced",
+         "key_number": "k", "unit": "u", "seeds_agreeing": "", "decided": AFTER_DATA}
+    ]  # fmt: skip
+    record = tmp_path / "seen.json"
+    record.write_text(json.dumps({"seeds": [7], "source": "commit x", "rows": seen}))
+    out = ge.a7_v3(t, section())
+    row = Claim("A7", out.verdict.status, out.key_number, "gradient_energy", anchor="verdict-a7",
+                scale="3 models", decided=AFTER_DATA)  # fmt: skip
+    runs = t.summary["runs"]
+    fresh = {"confirmatory_seeds": [0, 1, 2], "exploratory_record": str(record)}
+    confirmed = ge.Section.from_params(SECTION, {**VERDICTS, **fresh}).confirmation.apply(row, runs)
+    assert confirmed.decided == PROSPECTIVE and confirmed.status == row.status
+    assert confirmed.exploratory.startswith(
+        "reproduced on seeds 7, which seeds 0, 1, 2 replace here (k; u"
+    )
+    other = {"confirmatory_seeds": [1, 2, 3], "exploratory_record": str(record)}
+    assert (
+        ge.Section.from_params(SECTION, {**VERDICTS, **other}).confirmation.apply(row, runs) == row
+    )
+    assert section().confirmation.apply(row, runs) == row  # none declared
+    hub = {"org/model": {"family": "org/model", "seed": None}}
+    assert (
+        ge.Section.from_params(SECTION, {**VERDICTS, **fresh}).confirmation.apply(row, hub) == row
+    )
+    with pytest.raises(ValueError, match="go together"):
+        ge.Section.from_params(SECTION, {**VERDICTS, "confirmatory_seeds": [0]})
+    gone = {"confirmatory_seeds": [0, 1, 2], "exploratory_record": str(tmp_path / "none.json")}
+    with pytest.raises(ValueError, match="cannot be read"):
+        ge.Section.from_params(SECTION, {**VERDICTS, **gone}).confirmation.apply(row, runs)
 
 
 def test_section_refuses_missing_rules_and_margin():
