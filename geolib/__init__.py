@@ -73,6 +73,7 @@ report/              imports config, files, measure; knows no models
     chapters/        one module per empirical chapter: its section, its tables, its verdicts
         common               what the Paper A chapters share: section fields, tables, claim row
         gradient_energy      A4, A6, A7 (rules v3) and the released models' descriptions
+        energy_per_model     the gradient-energy tables as read; each model's A4, A6, A7 numbers
         released             the released models' datasheets and measured tables, as read
         residual_isotropy    A5 (rules v3)
         frequency_collapse   A1 on trained models (rules v3)
@@ -83,10 +84,10 @@ report/              imports config, files, measure; knows no models
     compute          the compute behind each chapter and the build, from the run log
     plotting         the figure style; byte-reproducible saving; ``show``, ``show_table``
     measure_figure   ``geolib measure``'s per-layer profiles, in the book's style
-    provenance       where a figure came from: stage, parameters, commit, inputs; the check
     book             an executed chapter as the book shows it: code folded, claim abstract
     markup           text from data shown verbatim in the book's Markdown; names inside links
-    outputs          where a chapter writes (pipeline folders, or ``explore/`` under overrides)
+    outputs          where a chapter writes (pipeline folders, or ``explore/`` under overrides),
+                     and where each figure came from (stage, parameters, commit, inputs; the check)
     sweep_chapters   the sweep's tables and v1 checks, shared by its three chapters (B1–B5, B7, B8)
     settled_premise  every sweep row's premise: W left its random start and settled (the study)
     budget_premise   v4's sweep premise: W past its turn at both budgets, one verdict at D and 2D
