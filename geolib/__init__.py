@@ -88,7 +88,8 @@ report/              imports config, files, measure; knows no models
     markup           text from data shown verbatim in the book's Markdown; names inside links
     outputs          where a chapter writes (pipeline folders, or ``explore/`` under overrides),
                      and where each figure came from (stage, parameters, commit, inputs; the check)
-    sweep_chapters   the sweep's tables and v1 checks, shared by its three chapters (B1–B5, B7, B8)
+    sweep_tables     what the sweep's three chapters read: sections, tables, lookups (B1–B5, B7, B8)
+    sweep_chapters   the rules the sweep's three chapters share: v1 checks, v3 premises, rows
     settled_premise  every sweep row's premise: W left its random start and settled (the study)
     budget_premise   v4's sweep premise: W past its turn at both budgets, one verdict at D and 2D
     sweep_v4         the sweep's v4 verdicts: each budget's v3 verdict joined under the v4 premise

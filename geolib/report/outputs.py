@@ -1,23 +1,23 @@
 """Where a chapter writes, and the record of where each of its figures came from.
 
-**Where.** The default results (``figures/<stage>/``, ``data/results/<stage>/``, ``data/claims/<stage>.json``)
-are DVC outs and change only through ``dvc repro``. A chapter rerun with parameter overrides
-(``papermill … -y "overrides: {…}"`` or ``scripts/run_notebook.py NAME -y …``), or with a
-parameters file other than the repository's ``params.yaml`` (``--params other.yaml``), writes
-instead to ``explore/<stage>-<hash of the overrides and that file>/`` with the same layout
-inside, plus the overrides (and the file) in ``overrides.json``, so an exploration never passes
-for a result. Overrides must name keys of the stage's parameters and keep their kinds
+**Where.** The default results (``figures/<stage>/``, ``data/results/<stage>/``,
+``data/claims/<stage>.json``) are DVC outs and change only through ``dvc repro``. A chapter rerun
+with parameter overrides (``papermill … -y "overrides: {…}"`` or ``scripts/run_notebook.py NAME -y
+…``), or with a parameters file other than the repository's ``params.yaml`` (``--params
+other.yaml``), writes instead to ``explore/<stage>-<hash of the overrides and that file>/`` with the
+same layout inside, plus the overrides (and the file) in ``overrides.json``, so an exploration never
+passes for a result. Overrides must name keys of the stage's parameters and keep their kinds
 (:func:`check_overrides`): a check that cannot run must not report an outcome.
 
-**Provenance.** A chapter run first writes its *stage record* into its figures folder (``stage_outputs(…,
-params_path=…)`` does it): the stage, the parameters it used (every ``params.yaml`` section its
-DVC stage lists, after overrides), the git commit and whether the tree was dirty, the content
-hashes of its inputs (the stage's ``deps`` in ``dvc.yaml``), library versions, the date and the
-command that reproduces it. :func:`geolib.report.plotting.show` then writes
-``<figure>.provenance.json`` (the stage record plus the hashes of the PNG and SVG) and refuses to
-save a figure without a stage record, so no figure exists without its provenance. :func:`check`
-finds figures with no record, records whose files changed, and records whose parameters are no
-longer what ``params.yaml`` gives (a stale figure):
+**Provenance.** A chapter run first writes its *stage record* into its figures folder
+(``stage_outputs(…, params_path=…)`` does it): the stage, the parameters it used (every
+``params.yaml`` section its DVC stage lists, after overrides), the git commit and whether the tree
+was dirty, the content hashes of its inputs (the stage's ``deps`` in ``dvc.yaml``), library
+versions, the date and the command that reproduces it. :func:`geolib.report.plotting.show` then
+writes ``<figure>.provenance.json`` (the stage record plus the hashes of the PNG and SVG) and
+refuses to save a figure without a stage record, so no figure exists without its provenance.
+:func:`check` finds figures with no record, records whose files changed, and records whose
+parameters are no longer what ``params.yaml`` gives (a stale figure):
 
     python -m geolib.report.outputs check figures --params params.yaml
 """

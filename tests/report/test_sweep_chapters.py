@@ -26,11 +26,7 @@ from geolib.report.rules import (
 from geolib.report.settled_premise import RULE_WORDS as PREMISE_RULE
 from geolib.report.settled_premise import WPremise
 from geolib.report.sweep_chapters import (
-    FACTORS,
-    ChapterTables,
     Checks,
-    SweepSetup,
-    SweepTables,
     all_learned,
     cell_models,
     claim_text,
@@ -39,21 +35,27 @@ from geolib.report.sweep_chapters import (
     compared_models,
     decide_interval,
     enough_per_size,
-    excluding,
-    excluding_words,
     interval_text,
     learned_models,
     learned_text,
     premised,
-    row_where,
     seed_sd_interval,
     share_text,
     sweep_claim,
-    unigram_entropy,
     varies_among,
 )
 from geolib.report.sweep_chapters import (
     learned as learned_,
+)
+from geolib.report.sweep_tables import (
+    FACTORS,
+    ChapterTables,
+    SweepSetup,
+    SweepTables,
+    excluding,
+    excluding_words,
+    row_where,
+    unigram_entropy,
 )
 from tests.report.tables import with_interval
 

@@ -74,13 +74,15 @@ from geolib.report.sweep_chapters import (
     V3Terms,
     decide_interval,
     enough_per_size,
-    excluding_words,
     learned_models,
     learned_text,
-    row_where,
     rule_spec,
-    unigram_entropy,
     v3_spec,
+)
+from geolib.report.sweep_tables import (
+    excluding_words,
+    row_where,
+    unigram_entropy,
 )
 from geolib.report.sweep_v4 import V4, configuration
 
@@ -549,7 +551,7 @@ def excluding(tables: Tables, section: Section | None = None) -> pd.DataFrame:
     """How many bootstrap intervals exclude their estimate (kept as drawn, never widened), per
     table and interval: the stages' prediction and R²-gap tables, each model's paired interval,
     and (with ``section``) v3's, recomputed over the learned models. For
-    :func:`~geolib.report.sweep_chapters.excluding_words`."""
+    :func:`~geolib.report.sweep_tables.excluding_words`."""
     rows = []
 
     def add(table: str, name: str, est: Any, lo: Any, hi: Any) -> None:

@@ -43,7 +43,6 @@ from geolib.report.rules import (
     rule_from_params,
 )
 from geolib.report.sweep_chapters import (
-    ChapterTables,
     Checks,
     Decision,
     SweepSection,
@@ -51,13 +50,16 @@ from geolib.report.sweep_chapters import (
     combined,
     decide_interval,
     enough_per_size,
-    excluding,
-    excluding_words,
     learned,
     premised,
     settled,
     sweep_claim,
     varies_among,
+)
+from geolib.report.sweep_tables import (
+    ChapterTables,
+    excluding,
+    excluding_words,
 )
 from geolib.report.sweep_v4 import V4, at_budget, b1_added_power
 
@@ -91,7 +93,7 @@ class Section(SweepSection):
 @dataclass(frozen=True)
 class Tables(ChapterTables):
     """The sweep's tables (``data/results/geometry_performance``) and the unigram entropy of the
-    training split (:class:`~geolib.report.sweep_chapters.ChapterTables`), with the Spearman
+    training split (:class:`~geolib.report.sweep_tables.ChapterTables`), with the Spearman
     matrices of the W and H metrics over models (for the figure)."""
 
     w_correlations: pd.DataFrame

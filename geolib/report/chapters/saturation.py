@@ -45,6 +45,8 @@ from geolib.report.sweep_chapters import (
     mapping,
     rule_spec,
     share_text,
+)
+from geolib.report.sweep_tables import (
     unigram_entropy,
 )
 

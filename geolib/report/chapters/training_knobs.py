@@ -32,7 +32,6 @@ from geolib.report.rules import (
     rule_from_params,
 )
 from geolib.report.sweep_chapters import (
-    ChapterTables,
     Checks,
     Decision,
     SweepSection,
@@ -41,8 +40,6 @@ from geolib.report.sweep_chapters import (
     combined,
     compared_models,
     decide_interval,
-    excluding,
-    excluding_words,
     learned,
     premised,
     seed_sd_interval,
@@ -50,6 +47,11 @@ from geolib.report.sweep_chapters import (
     share_text,
     sweep_claim,
     words,
+)
+from geolib.report.sweep_tables import (
+    ChapterTables,
+    excluding,
+    excluding_words,
 )
 from geolib.report.sweep_v4 import V4, at_budget
 

@@ -19,7 +19,9 @@ from geolib.report.rules import (
     PARTLY,
     REPRODUCED,
 )
-from geolib.report.sweep_chapters import SweepTables
+from geolib.report.sweep_tables import (
+    SweepTables,
+)
 from tests.report.chapters.sweep_params import SHARED, rule_params, study
 
 ENTROPY = 6.0  # every loss below 5.75 learned (margin 0.25)

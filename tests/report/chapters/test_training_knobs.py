@@ -15,7 +15,9 @@ from geolib.config import stage_params
 from geolib.report.chapters import training_knobs as tk
 from geolib.report.claims import PROSPECTIVE
 from geolib.report.rules import INCONCLUSIVE, NOT_REPRODUCED, NOT_RUN, PARTLY, REPRODUCED
-from geolib.report.sweep_chapters import SweepTables
+from geolib.report.sweep_tables import (
+    SweepTables,
+)
 from geolib.report.sweep_v4 import V4
 from tests.report.chapters.sweep_params import SHARED, rule_params, study
 
