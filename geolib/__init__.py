@@ -80,6 +80,7 @@ report/              imports config, files, measure; knows no models
         geometry_performance B1, B2, B7 (rules v3)
         training_knobs       B3, B4, B5 (rules v3)
         forgetting_quantization B8 (rules v3)
+        outcome_association  B8's statistics: an outcome's spread over noise; R² and partial ρ
         saturation           B6 (rules v3)
     compute          the compute behind each chapter and the build, from the run log
     plotting         the figure style; byte-reproducible saving; ``show``, ``show_table``
@@ -88,7 +89,7 @@ report/              imports config, files, measure; knows no models
     markup           text from data shown verbatim in the book's Markdown; names inside links
     outputs          where a chapter writes (pipeline folders, or ``explore/`` under overrides),
                      and where each figure came from (stage, parameters, commit, inputs; the check)
-    sweep_tables     what the sweep's three chapters read: sections, tables, lookups (B1–B5, B7, B8)
+    sweep_tables     what the sweep's chapters read: sections, tables, lookups (B1–B5, B7, B8)
     sweep_chapters   the rules the sweep's three chapters share: v1 checks, v3 premises, rows
     settled_premise  every sweep row's premise: W left its random start and settled (the study)
     budget_premise   v4's sweep premise: W past its turn at both budgets, one verdict at D and 2D

@@ -16,8 +16,9 @@ model size held fixed:
 3. ID loss does better: R²(outcome ~ ID loss) − R²(outcome ~ erank W) beyond
    ``loss_beats_rank``'s threshold (both within size, one paired bootstrap over models).
 
-The statistics are recomputed here over the learned models (the analysis stages' tables hold
-every model). v1 (over all models: rank "loose" and no prediction) and v2 (within size, after
+The statistics are recomputed over the learned models
+(:mod:`~geolib.report.chapters.outcome_association`; the analysis stages' tables hold every
+model). v1 (over all models: rank "loose" and no prediction) and v2 (within size, after
 the premise that most models' intervals lie above 0) are computed from those tables as they
 were, and shown beside v3.
 """
@@ -31,9 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 from geolib.measure import validate as check
 from geolib.measure.geometry import ID_LOSS
@@ -41,13 +40,16 @@ from geolib.measure.prediction import one_row_per_point
 from geolib.measure.stats import (
     Interval,
     count_excluding,
-    interval,
-    partial_spearman,
-    partial_spearman_within,
-    r_squared,
 )
 from geolib.report import sweep_v4
 from geolib.report.budget_premise import AtBudget
+from geolib.report.chapters.outcome_association import (
+    RANK,
+    STATISTICS,
+    Association,
+    association,
+    spread,
+)
 from geolib.report.claims import PROSPECTIVE, Claim, scale_of_runs
 from geolib.report.markup import words
 from geolib.report.rules import (
@@ -87,16 +89,12 @@ from geolib.report.sweep_tables import (
 from geolib.report.sweep_v4 import V4, configuration
 
 CHAPTER, ANCHOR = "forgetting_quantization", "verdict-b8"
-RANK = "w_erank"
 FAMILIES = ("forgetting", "quantization")
-#: fewest learned models an association over models is computed on (the statistics' floor)
-MIN_MODELS = 4
 #: what a declared alternative may change
 CHANGES = ("predictor", "within", "loss_beats_rank", "loose")
 #: the v3 rules of ``b8_v3``
 RULES = ("no_prediction", "loss_beats_rank")
 _STATS = ("spearman", "r2", "partial_spearman")
-_NAMES = ("r2_rank", "r2_loss", "gap", "partial")
 
 
 def param_at(where: str, mapping: Any, path: str) -> Any:
@@ -356,41 +354,6 @@ def _kept(frame: pd.DataFrame, who: Learners) -> pd.DataFrame:
     return frame[frame["name"].isin(who.kept)].reset_index(drop=True)
 
 
-def spread(frame: pd.DataFrame, column: str, *, within: bool, level: float) -> dict[str, float]:
-    """Does ``column`` vary across models beyond its noise? Its sd across models (pooled within
-    size when ``within``); its seed-to-seed sd, pooled over groups of models that differ only
-    in their seed (``<point>-s<seed>``; NaN without replicates); the root mean square of the
-    models' measurement errors (each paired interval's half-width over z at ``level``); the
-    noise, the larger of the two; and the ratio of spread to noise."""
-    y = frame[column].to_numpy(np.float64)
-    if y.size == 0:
-        keys = ("spread_sd", "seed_sd", "seed_dof", "measurement_se", "noise", "ratio")
-        return {k: 0 if k == "seed_dof" else math.nan for k in keys}
-    if within:
-        dev = y - frame.groupby("size")[column].transform("mean").to_numpy(np.float64)
-        dof = len(y) - frame["size"].nunique()
-    else:
-        dev, dof = y - y.mean(), len(y) - 1
-    across = math.sqrt(float(dev @ dev) / dof) if dof > 0 else math.nan
-    ss, seed_dof = 0.0, 0
-    for _, g in frame.groupby(frame["name"].map(lambda n: configuration(n)[0])):
-        v = g[column].to_numpy(np.float64)
-        ss, seed_dof = ss + float(((v - v.mean()) ** 2).sum()), seed_dof + len(v) - 1
-    seed_sd = math.sqrt(ss / seed_dof) if seed_dof else math.nan
-    half = (frame[f"{column}_ci_high"] - frame[f"{column}_ci_low"]).to_numpy(np.float64) / 2
-    z = float(sps.norm.ppf(0.5 + level / 2))
-    se = math.sqrt(float(np.mean((half / z) ** 2))) if len(half) else math.nan
-    noise = max(seed_sd, se) if seed_dof else math.nan
-    return {
-        "spread_sd": across,
-        "seed_sd": seed_sd,
-        "seed_dof": seed_dof,
-        "measurement_se": se,
-        "noise": noise,
-        "ratio": across / noise if noise > 0 else math.nan,
-    }
-
-
 def premise(
     tables: Tables, section: Section, o: Outcome, within: bool = True
 ) -> tuple[bool, str, dict[str, float]]:
@@ -412,67 +375,6 @@ def premise(
         f"measurement error {sp['measurement_se']:.2g}; premise: at least {need:g}x)"
     )
     return bool(sp["ratio"] >= need), why, sp
-
-
-@dataclass(frozen=True)
-class Association:
-    """What v3 reads of one outcome over the learned models: R² of the outcome on the rank and
-    on ID loss, their gap (loss minus rank, paired) and the partial Spearman of the rank with
-    the outcome given ID loss; size held fixed when ``within``."""
-
-    n: int
-    r2_rank: Interval
-    r2_loss: Interval
-    gap: Interval
-    partial: Interval
-
-    def intervals(self) -> list[Interval]:
-        return [getattr(self, name) for name in _NAMES]
-
-
-def association(
-    frame: pd.DataFrame,
-    column: str,
-    predictor: str = RANK,
-    *,
-    within: bool = True,
-    n_boot: int = 2000,
-    level: float = 0.95,
-    seed: int = 0,
-) -> Association:
-    """:class:`Association` of ``column`` with bootstrap intervals over the models of
-    ``frame`` (NaN with fewer than :data:`MIN_MODELS`, or where a statistic is undefined)."""
-    x, y, z = (frame[c].to_numpy(np.float64) for c in (predictor, column, ID_LOSS))
-    g = pd.factorize(frame["size"], sort=True)[0].astype(np.float64)
-
-    def r2(a: np.ndarray, b: np.ndarray, groups: np.ndarray) -> float:
-        return r_squared(a, b, groups if within else None)
-
-    def partial(a: np.ndarray, b: np.ndarray, c: np.ndarray, groups: np.ndarray) -> float:
-        return partial_spearman_within(a, b, c, groups) if within else partial_spearman(a, b, c)
-
-    fns = {
-        "r2_rank": (r2, (x, y, g)),
-        "r2_loss": (r2, (z, y, g)),
-        "gap": (lambda x, z, y, g: r2(z, y, g) - r2(x, y, g), (x, z, y, g)),
-        "partial": (partial, (x, y, z, g)),
-    }
-    out = {}
-    for name, (fn, arrays) in fns.items():
-
-        def safe(*a: np.ndarray, fn: Any = fn) -> float:  # a resample may leave one size
-            try:
-                return float(fn(*a))
-            except ValueError:
-                return math.nan
-
-        if len(frame) < MIN_MODELS:
-            why = f"fewer than {MIN_MODELS} models"
-            out[name] = Interval(math.nan, math.nan, math.nan, level, len(frame), why, "model")
-        else:
-            kw = {"n_boot": n_boot, "level": level, "seed": seed, "unit": "model"}
-            out[name] = interval(safe, *arrays, undefined="nan", **kw)
-    return Association(len(frame), **out)
 
 
 def _association(
@@ -541,7 +443,7 @@ def v3_table(tables: Tables, section: Section) -> pd.DataFrame:
         holds, _, sp = premise(tables, section, o)
         a = _association(tables, section, o, RANK, True)
         row: dict[str, Any] = {"outcome": o.label, "models": a.n, **sp, "premise": holds}
-        for name, iv in zip(_NAMES, a.intervals(), strict=True):
+        for name, iv in zip(STATISTICS, a.intervals(), strict=True):
             row |= {name: iv.value, f"{name}_ci_low": iv.low, f"{name}_ci_high": iv.high}
         rows.append(row)
     return pd.DataFrame(rows)
@@ -578,7 +480,7 @@ def excluding(tables: Tables, section: Section | None = None) -> pd.DataFrame:
                 add(f"{fam}/{csv}", s, frame[s], frame[c], frame[f"{s}_ci_high"])
     for o in tables.outcomes if section is not None else []:
         a = _association(tables, section, o, RANK, True)
-        for name, iv in zip(_NAMES, a.intervals(), strict=True):
+        for name, iv in zip(STATISTICS, a.intervals(), strict=True):
             add(
                 "v3 (learned models, within size)",
                 f"{name} of {o.label}",
