@@ -70,6 +70,7 @@ report/              imports config, files, measure; knows no models
     peak_timing      when alignment peaks (A7): the checkpoints around it, the warm-up alternative
     claims           the claims table: evidence rows, written by chapters, rendered in the book
     findings         the findings page: per claim, the paper's words and what held here
+    math_checks      A1–A3's math checks: each check decided by its rule, combined
     chapters/        one module per empirical chapter: its section, its tables, its verdicts
         common               what the Paper A chapters share: section fields, tables, claim row
         gradient_energy      A4, A6, A7 (rules v3) and the released models' descriptions
