@@ -13,7 +13,7 @@ The chapters are ``geometry_performance`` (B1, B2, B7: geometry against performa
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
@@ -53,7 +53,7 @@ from geolib.report.sweep_tables import (
     SweepTables,
     unigram_entropy,
 )
-from geolib.report.sweep_v4 import configuration
+from geolib.report.sweep_v4 import V4, configuration
 
 
 def interval_text(what: str, estimate: float, low: float, high: float) -> str:
@@ -208,6 +208,8 @@ class SweepSection:
     min_learned_per_size: int
     learned_margin: float
     w_premise: PremiseSpec
+    #: rules v4 (``sweep_v4``: one verdict over both budgets), absent from a v3-only section
+    v4: V4 | None = field(default=None, kw_only=True)
 
     @classmethod
     def from_params(
@@ -228,7 +230,14 @@ class SweepSection:
             if key not in section:
                 raise ValueError(f"{where}: missing key {key!r} (the v3 rule)")
             v3[key] = v3_spec(f"{where}.{key}", section[key], rules)
-        return cls(**base, **v3)
+        v4 = V4.from_params(section) if "sweep_v4" in section else None
+        return cls(**base, **v3, v4=v4)
+
+    def v4_rules(self) -> V4:
+        """Rules v4, or an error saying the section has none."""
+        if self.v4 is None:
+            raise ValueError("geometry_performance.sweep_v4: missing (rules v4 of the sweep rows)")
+        return self.v4
 
     @staticmethod
     def check_v2(v2: Mapping[str, Any]) -> None:

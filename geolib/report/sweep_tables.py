@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -47,21 +46,16 @@ class SweepSetup:
         return cls(verdicts, sweep, {s: stage_params(params_path, s) for s in stages})
 
     def load_budgets(
-        self, chapter: ModuleType, rules: Mapping[str, Any]
+        self, section_type: Any, load_tables: Any, rules: Mapping[str, Any]
     ) -> tuple[Any, dict[str, Any]]:
-        """A chapter's section and its tables at each token budget (budget → tables of that
-        budget's models, from the analysis stage's ``<budget>/`` folder): what rules v4 read."""
-        section = chapter.Section.from_params(rules, self.verdicts)
+        """A sweep chapter's section (``section_type.from_params(rules, verdicts)``) and its
+        tables at each token budget (budget → ``load_tables(section at that budget, that
+        budget's points)``, from the analysis stage's ``<budget>/`` folder): what rules v4 read."""
+        section = section_type.from_params(rules, self.verdicts)
         return section, {
-            b: chapter.load_tables(section.at_budget(b), points_at(self.sweep["points"], b))
+            b: load_tables(section.at_budget(b), points_at(self.sweep["points"], b))
             for b in BUDGETS
         }
-
-    def load(self, chapter: ModuleType, rules: Mapping[str, Any]) -> tuple[Any, Any]:
-        """A chapter's section and tables, for a chapter module (B1–B5, B7) whose ``Section``
-        reads ``rules`` with the verdicts and whose ``load_tables`` reads the sweep's points."""
-        section = chapter.Section.from_params(rules, self.verdicts)
-        return section, chapter.load_tables(section, self.sweep["points"])
 
     def grid_words(self, models: pd.DataFrame) -> str:
         """This run's grid in words (Markdown), from the design and the per-model table

@@ -34,6 +34,7 @@ from typing import Any
 
 import pandas as pd
 
+from geolib.config import stage_params
 from geolib.measure import validate as check
 from geolib.measure.geometry import ID_LOSS
 from geolib.measure.prediction import one_row_per_point
@@ -42,7 +43,8 @@ from geolib.measure.stats import (
     count_excluding,
 )
 from geolib.report import sweep_v4
-from geolib.report.budget_premise import AtBudget
+from geolib.report.budget_premise import BUDGETS, AtBudget
+from geolib.report.chapters.interface import own_sections
 from geolib.report.chapters.outcome_association import (
     RANK,
     STATISTICS,
@@ -86,7 +88,7 @@ from geolib.report.sweep_tables import (
     row_where,
     unigram_entropy,
 )
-from geolib.report.sweep_v4 import V4, configuration
+from geolib.report.sweep_v4 import V4, configuration, points_at
 
 CHAPTER, ANCHOR = "forgetting_quantization", "verdict-b8"
 FAMILIES = ("forgetting", "quantization")
@@ -142,6 +144,8 @@ class Section(V3Terms):
     ci_level: float
     seed: int
     w_premise: PremiseSpec
+    #: rules v4 (``geometry_performance.sweep_v4``), absent from a v3-only section
+    v4: V4 | None = field(default=None, kw_only=True)
 
     @classmethod
     def from_params(
@@ -198,6 +202,7 @@ class Section(V3Terms):
             ci_level=_level("ci_level", param_at(gp, section, "ci_level")),
             seed=check.integer("seed", section.get("seed", 0), low=0),
             w_premise=PremiseSpec.from_params(param_at(gp, section, "sweep_v3.w_premise")),
+            v4=V4.from_params(section) if "sweep_v4" in section else None,
         )
 
 
@@ -289,6 +294,29 @@ def load_tables(
         unigram_entropy=unigram_entropy(unigram_counts),
         study=read_study(premise),
     )
+
+
+def read(
+    params_path: str | Path, overrides: Mapping[str, Any] | None = None
+) -> tuple[Section, dict[str, Tables]]:
+    """This chapter's section (``overrides`` applied to the shared ``geometry_performance``
+    section; rules v4 with it; the ``forgetting`` and ``quantization`` sections' v1 rules) and
+    its tables at each token budget (:mod:`geolib.report.chapters.interface`)."""
+    rules, verdicts_section = own_sections(params_path, CHAPTER, overrides)
+    fg, qz = (stage_params(params_path, s) for s in FAMILIES)
+    section = Section.from_params(rules, verdicts_section, forgetting=fg, quantization=qz)
+    points = stage_params(params_path, "sweep")["points"]
+    return section, {
+        b: load_tables(
+            fg["out_dir"],
+            qz["out_dir"],
+            points_at(points, b),
+            section.unigram_counts,
+            section.w_premise,
+            b,
+        )
+        for b in BUDGETS
+    }
 
 
 def _row_check(rule: Rule, row: Any, stat: str, what: str) -> tuple[Verdict, str]:
@@ -553,14 +581,16 @@ def b8(tables: Tables, section: Section) -> Claim:
     )
 
 
-def verdicts(tables: Tables, section: Section) -> list[Claim]:
-    """The chapter's claim rows: B8."""
+def budget_verdicts(tables: Tables, section: Section) -> list[Claim]:
+    """B8's v3 row at one budget."""
     return [b8(tables, section)]
 
 
-def verdicts_v4(tables: Mapping[str, Tables], section: Section, v4: V4) -> list[Claim]:
-    """B8's v4 row: v3's checks and alternatives on the models of each budget, combined by the
-    v4 premise (:mod:`geolib.report.sweep_v4`)."""
+def verdicts(tables: Mapping[str, Tables], section: Section) -> list[Claim]:
+    """The chapter's claim rows: B8's v4 row, v3's checks and alternatives on the models of each
+    budget combined by the v4 premise (:mod:`geolib.report.sweep_v4`)."""
+    if section.v4 is None:
+        raise ValueError("geometry_performance.sweep_v4: missing (rules v4 of the sweep rows)")
 
     def reading(budget: str, claim: str) -> AtBudget:
         t = tables[budget]
@@ -571,4 +601,4 @@ def verdicts_v4(tables: Mapping[str, Tables], section: Section, v4: V4) -> list[
         premise = w_premise(t.study, section.w_premise, tokens_per_param(t.forgetting))
         return AtBudget(budget, premise, status, key, alts)
 
-    return sweep_v4.verdicts_v4(lambda b: verdicts(tables[b], section), reading, v4)
+    return sweep_v4.verdicts_v4(lambda b: budget_verdicts(tables[b], section), reading, section.v4)

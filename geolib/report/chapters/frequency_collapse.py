@@ -27,6 +27,7 @@ import pandas as pd
 from geolib.measure import validate as check
 from geolib.measure.stats import count_excluding, proportion_ci, share_over_models
 from geolib.report.chapters.common import V3Section, read_tables, run_columns, v3_claim
+from geolib.report.chapters.interface import own_sections
 from geolib.report.claims import Claim
 from geolib.report.markup import sentence
 from geolib.report.rules import (
@@ -96,6 +97,15 @@ class Tables:
 def load_tables(out_dir: str | Path, losses: str | Path) -> Tables:
     """The tables the analysis stage wrote in ``out_dir``, and the loss table at ``losses``."""
     return read_tables(Tables, out_dir, losses, "states.csv", "rows.csv", "fits.csv")
+
+
+def read(
+    params_path: str | Path, overrides: Mapping[str, Any] | None = None
+) -> tuple[Section, Tables]:
+    """This chapter's section (``overrides`` applied) and the tables it decides on
+    (:mod:`geolib.report.chapters.interface`)."""
+    p, pv = own_sections(params_path, CHAPTER, overrides)
+    return Section.from_params(p, pv), load_tables(p["out_dir"], p["learned_losses"])
 
 
 # ---------------------------------------------------------------------------------------------

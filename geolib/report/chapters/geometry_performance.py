@@ -15,11 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from geolib.config import stage_params
 from geolib.measure.geometry import GEOMETRY, ID_LOSS
 from geolib.measure.stats import (
     Interval,
@@ -31,6 +33,7 @@ from geolib.measure.stats import (
 )
 from geolib.report import sweep_v4
 from geolib.report.budget_premise import AtBudget
+from geolib.report.chapters.interface import own_sections
 from geolib.report.claims import Claim
 from geolib.report.rules import (
     INCONCLUSIVE,
@@ -58,6 +61,7 @@ from geolib.report.sweep_chapters import (
 )
 from geolib.report.sweep_tables import (
     ChapterTables,
+    SweepSetup,
     excluding,
     excluding_words,
 )
@@ -106,6 +110,17 @@ def load_tables(section: Section, points: Sequence[str]) -> Tables:
     folder = shared["sweep"].folder
     corr = {k: pd.read_csv(folder / f"{k}_correlations.csv", index_col=0) for k in ("w", "h")}
     return Tables(**shared, w_correlations=corr["w"], h_correlations=corr["h"])
+
+
+def read(
+    params_path: str | Path, overrides: Mapping[str, Any] | None = None
+) -> tuple[Section, dict[str, Tables]]:
+    """This chapter's section (``overrides`` applied to the shared ``geometry_performance``
+    section; rules v4 with it) and its tables at each token budget
+    (:mod:`geolib.report.chapters.interface`)."""
+    rules, verdicts_section = own_sections(params_path, CHAPTER, overrides)
+    setup = SweepSetup(verdicts_section, stage_params(params_path, "sweep"))
+    return setup.load_budgets(Section, load_tables, rules)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -462,7 +477,7 @@ RULE_WORDS = {
 }
 
 
-def verdicts(tables: Tables, section: Section) -> list[Claim]:
+def budget_verdicts(tables: Tables, section: Section) -> list[Claim]:
     """The chapter's claim rows (B1, B2, B7): each v3 verdict with its alternatives, and the v1
     and v2 verdicts beside it."""
     v1 = v1_checks(tables, section)
@@ -539,9 +554,10 @@ def b1_v4(
     return verdict, key
 
 
-def verdicts_v4(tables: Mapping[str, Tables], section: Section, v4: V4) -> list[Claim]:
+def verdicts(tables: Mapping[str, Tables], section: Section) -> list[Claim]:
     """The chapter's v4 rows (B1, B2, B7): each claim's v3 rule (B1: v4's added power, v3's rule
     an alternative) on the models of each budget, combined by the v4 premise."""
+    v4 = section.v4_rules()
     columns = {b: set(t.sweep.models.columns) for b, t in tables.items()}
 
     def reading(budget: str, claim: str) -> AtBudget:
@@ -564,4 +580,6 @@ def verdicts_v4(tables: Mapping[str, Tables], section: Section, v4: V4) -> list[
         f"leave-one-out ΔR² of adding erank W to ID loss ~ {' + '.join(v4.b1['factors'])} "
         f"(one-hot), {b1_rule}"
     }
-    return sweep_v4.verdicts_v4(lambda b: verdicts(tables[b], section), reading, v4, rules=rules)
+    return sweep_v4.verdicts_v4(
+        lambda b: budget_verdicts(tables[b], section), reading, v4, rules=rules
+    )

@@ -16,11 +16,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from geolib.config import stage_params
 from geolib.measure import validate as check
 from geolib.measure.energy_counts import a4_released_count
 from geolib.measure.stats import (
@@ -40,10 +42,12 @@ from geolib.report.chapters.energy_per_model import (
     decoders,
     first_after,
     learned_models,
+    load_tables,
     margins_words,
     measured_ranks,
     on_steps,
 )
+from geolib.report.chapters.interface import own_sections
 from geolib.report.claims import AFTER_DATA, DESCRIPTION, Claim, Confirmation, scale_of_runs
 from geolib.report.markup import words
 from geolib.report.peak_timing import PER_MODEL, warmup_alternative
@@ -108,6 +112,19 @@ class Section:
             verdict_steps=_steps(section.get("verdict_steps")),
             confirmation=Confirmation.from_params(verdicts),
         )
+
+
+def read(
+    params_path: str | Path, overrides: Mapping[str, Any] | None = None
+) -> tuple[Section, Tables]:
+    """This chapter's section (``overrides`` applied) and the tables it decides on
+    (:mod:`geolib.report.chapters.interface`); A7's warm-up alternative's tables come from its
+    own stage (``warmup_gradient_energy``) where it has run."""
+    p, pv = own_sections(params_path, CHAPTER, overrides)
+    warmup = Path(stage_params(params_path, "warmup_gradient_energy")["out_dir"])
+    return Section.from_params(p, pv), load_tables(
+        p["out_dir"], warmup if warmup.is_dir() else None
+    )
 
 
 def _steps(steps: Any) -> tuple[int, ...] | None:

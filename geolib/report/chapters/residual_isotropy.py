@@ -30,6 +30,7 @@ from geolib.report.chapters.common import (
     run_columns,
     v3_claim,
 )
+from geolib.report.chapters.interface import own_sections
 from geolib.report.claims import Claim
 from geolib.report.markup import sentence, words
 from geolib.report.rules import (
@@ -103,6 +104,15 @@ class Tables:
 def load_tables(out_dir: str | Path, losses: str | Path) -> Tables:
     """The tables the analysis stage wrote in ``out_dir``, and the loss table at ``losses``."""
     return read_tables(Tables, out_dir, losses, "residual_isotropy.csv")
+
+
+def read(
+    params_path: str | Path, overrides: Mapping[str, Any] | None = None
+) -> tuple[Section, Tables]:
+    """This chapter's section (``overrides`` applied) and the tables it decides on
+    (:mod:`geolib.report.chapters.interface`)."""
+    p, pv = own_sections(params_path, CHAPTER, overrides)
+    return Section.from_params(p, pv), load_tables(p["out_dir"], p["learned_losses"])
 
 
 # ---------------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ import pandas as pd
 
 from geolib.measure import validate as check
 from geolib.measure.stats import count_excluding, proportion_ci
+from geolib.report.chapters.interface import own_sections
 from geolib.report.claims import AFTER_DATA, Claim, scale_of_runs
 from geolib.report.markup import words
 from geolib.report.rules import (
@@ -163,6 +164,16 @@ def load_tables(folder: str | Path, unigram_counts: str | Path) -> Tables:
         summary=json.loads((folder / "summary.json").read_text()),
         unigram_entropy=unigram_entropy(unigram_counts),
     )
+
+
+def read(
+    params_path: str | Path, overrides: Mapping[str, Any] | None = None
+) -> tuple[Section, Tables]:
+    """This chapter's section (``overrides`` applied) and the tables it decides on
+    (:mod:`geolib.report.chapters.interface`)."""
+    p, pv = own_sections(params_path, CHAPTER, overrides)
+    section = Section.from_params(p, pv)
+    return section, load_tables(p["out_dir"], section.unigram_counts)
 
 
 def learned(tables: Tables, section: Section) -> Learners:

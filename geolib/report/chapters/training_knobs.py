@@ -14,15 +14,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from geolib.config import stage_params
 from geolib.measure import validate as check
 from geolib.measure.geometry import ID_LOSS
 from geolib.measure.stats import proportion_ci
 from geolib.report import sweep_v4
 from geolib.report.budget_premise import AtBudget
+from geolib.report.chapters.interface import own_sections
 from geolib.report.claims import Claim
 from geolib.report.rules import (
     INCONCLUSIVE,
@@ -50,10 +53,11 @@ from geolib.report.sweep_chapters import (
 )
 from geolib.report.sweep_tables import (
     ChapterTables,
+    SweepSetup,
     excluding,
     excluding_words,
 )
-from geolib.report.sweep_v4 import V4, at_budget
+from geolib.report.sweep_v4 import at_budget
 
 CHAPTER = "training_knobs"
 #: the MyST target of each claim's verdict cell in the chapter
@@ -107,6 +111,17 @@ Tables = ChapterTables
 def load_tables(section: Section, points: Sequence[str]) -> Tables:
     """Read the tables from where the analysis stage wrote them (``points``: the sweep's)."""
     return Tables(**section.chapter_tables(points))
+
+
+def read(
+    params_path: str | Path, overrides: Mapping[str, Any] | None = None
+) -> tuple[Section, dict[str, Tables]]:
+    """This chapter's section (``overrides`` applied to the shared ``geometry_performance``
+    section; rules v4 with it) and its tables at each token budget
+    (:mod:`geolib.report.chapters.interface`)."""
+    rules, verdicts_section = own_sections(params_path, CHAPTER, overrides)
+    setup = SweepSetup(verdicts_section, stage_params(params_path, "sweep"))
+    return setup.load_budgets(Section, load_tables, rules)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -367,7 +382,7 @@ def alternatives(tables: Tables, section: Section, claim: str) -> dict[str, str]
     return out
 
 
-def verdicts(tables: Tables, section: Section) -> list[Claim]:
+def budget_verdicts(tables: Tables, section: Section) -> list[Claim]:
     """The chapter's claim rows (B3, B4, B5): each v3 verdict with its alternatives, and the v1
     and v2 verdicts beside it."""
     v1 = v1_checks(tables, section)
@@ -414,9 +429,10 @@ def verdicts(tables: Tables, section: Section) -> list[Claim]:
     return rows
 
 
-def verdicts_v4(tables: Mapping[str, Tables], section: Section, v4: V4) -> list[Claim]:
+def verdicts(tables: Mapping[str, Tables], section: Section) -> list[Claim]:
     """The chapter's v4 rows (B3, B4, B5): each claim's v3 rule and alternatives on the models
     of each budget, combined by the v4 premise (:mod:`geolib.report.sweep_v4`)."""
+    v4 = section.v4_rules()
 
     def reading(budget: str, claim: str) -> AtBudget:
         t = tables[budget]
@@ -424,4 +440,4 @@ def verdicts_v4(tables: Mapping[str, Tables], section: Section, v4: V4) -> list[
         alts = alternatives(t, section, claim)
         return at_budget(budget, settled(t, section), d.verdict, d.key_number, alts)
 
-    return sweep_v4.verdicts_v4(lambda b: verdicts(tables[b], section), reading, v4)
+    return sweep_v4.verdicts_v4(lambda b: budget_verdicts(tables[b], section), reading, v4)

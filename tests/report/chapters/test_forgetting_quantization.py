@@ -7,6 +7,7 @@ import dataclasses
 import json
 import math
 import re
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -464,7 +465,7 @@ def test_v4_row_reads_b8_at_each_budget_and_keeps_v3(params):
     t, sec = tables(models(20, kind="loss")), section(params)
     v3 = fq.b8(t, sec)
     v4 = V4.from_params(params["geometry_performance"])
-    (row,) = fq.verdicts_v4({"D": t, "2D": t}, sec, v4)
+    (row,) = fq.verdicts({"D": t, "2D": t}, replace(sec, v4=v4))
     status, key = fq.deciding_check(fq.b8_checks(t, sec))
     assert row.rule_v3 == v3.status and row.decided == PROSPECTIVE
     assert row.key_number.startswith(f"D: {key}; 2D: {key}")
