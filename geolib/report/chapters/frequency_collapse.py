@@ -27,7 +27,7 @@ import pandas as pd
 from geolib.measure import validate as check
 from geolib.measure.stats import count_excluding, proportion_ci, share_over_models
 from geolib.report.chapters.common import V3Section, read_tables, run_columns, v3_claim
-from geolib.report.chapters.interface import own_sections
+from geolib.report.chapters.interface import read_with_losses
 from geolib.report.claims import Claim
 from geolib.report.markup import sentence
 from geolib.report.rules import (
@@ -102,10 +102,9 @@ def load_tables(out_dir: str | Path, losses: str | Path) -> Tables:
 def read(
     params_path: str | Path, overrides: Mapping[str, Any] | None = None
 ) -> tuple[Section, Tables]:
-    """This chapter's section (``overrides`` applied) and the tables it decides on
-    (:mod:`geolib.report.chapters.interface`)."""
-    p, pv = own_sections(params_path, CHAPTER, overrides)
-    return Section.from_params(p, pv), load_tables(p["out_dir"], p["learned_losses"])
+    """A1's section (``overrides`` applied), the frequency-collapse stage's tables and the loss
+    table that says who learned (:mod:`geolib.report.chapters.interface`)."""
+    return read_with_losses(params_path, CHAPTER, overrides, Section, load_tables)
 
 
 # ---------------------------------------------------------------------------------------------

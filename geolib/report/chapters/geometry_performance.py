@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geolib.config import stage_params
 from geolib.measure.geometry import GEOMETRY, ID_LOSS
 from geolib.measure.stats import (
     Interval,
@@ -33,7 +32,7 @@ from geolib.measure.stats import (
 )
 from geolib.report import sweep_v4
 from geolib.report.budget_premise import AtBudget
-from geolib.report.chapters.interface import own_sections
+from geolib.report.chapters.interface import read_budgets
 from geolib.report.claims import Claim
 from geolib.report.rules import (
     INCONCLUSIVE,
@@ -61,7 +60,6 @@ from geolib.report.sweep_chapters import (
 )
 from geolib.report.sweep_tables import (
     ChapterTables,
-    SweepSetup,
     excluding,
     excluding_words,
 )
@@ -115,12 +113,10 @@ def load_tables(section: Section, points: Sequence[str]) -> Tables:
 def read(
     params_path: str | Path, overrides: Mapping[str, Any] | None = None
 ) -> tuple[Section, dict[str, Tables]]:
-    """This chapter's section (``overrides`` applied to the shared ``geometry_performance``
-    section; rules v4 with it) and its tables at each token budget
+    """B1, B2 and B7's section (the shared ``geometry_performance``, ``overrides`` applied;
+    rules v4 with it) and the sweep's tables at each token budget
     (:mod:`geolib.report.chapters.interface`)."""
-    rules, verdicts_section = own_sections(params_path, CHAPTER, overrides)
-    setup = SweepSetup(verdicts_section, stage_params(params_path, "sweep"))
-    return setup.load_budgets(Section, load_tables, rules)
+    return read_budgets(params_path, CHAPTER, overrides, Section, load_tables)
 
 
 # ---------------------------------------------------------------------------------------------

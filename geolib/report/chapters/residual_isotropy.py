@@ -30,7 +30,7 @@ from geolib.report.chapters.common import (
     run_columns,
     v3_claim,
 )
-from geolib.report.chapters.interface import own_sections
+from geolib.report.chapters.interface import read_with_losses
 from geolib.report.claims import Claim
 from geolib.report.markup import sentence, words
 from geolib.report.rules import (
@@ -109,10 +109,9 @@ def load_tables(out_dir: str | Path, losses: str | Path) -> Tables:
 def read(
     params_path: str | Path, overrides: Mapping[str, Any] | None = None
 ) -> tuple[Section, Tables]:
-    """This chapter's section (``overrides`` applied) and the tables it decides on
-    (:mod:`geolib.report.chapters.interface`)."""
-    p, pv = own_sections(params_path, CHAPTER, overrides)
-    return Section.from_params(p, pv), load_tables(p["out_dir"], p["learned_losses"])
+    """A5's section (``overrides`` applied) with the residual-isotropy stage's table and the
+    loss table that says who learned (:mod:`geolib.report.chapters.interface`)."""
+    return read_with_losses(params_path, CHAPTER, overrides, Section, load_tables)
 
 
 # ---------------------------------------------------------------------------------------------

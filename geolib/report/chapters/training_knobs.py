@@ -19,13 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from geolib.config import stage_params
 from geolib.measure import validate as check
 from geolib.measure.geometry import ID_LOSS
 from geolib.measure.stats import proportion_ci
 from geolib.report import sweep_v4
 from geolib.report.budget_premise import AtBudget
-from geolib.report.chapters.interface import own_sections
+from geolib.report.chapters.interface import read_budgets
 from geolib.report.claims import Claim
 from geolib.report.rules import (
     INCONCLUSIVE,
@@ -53,7 +52,6 @@ from geolib.report.sweep_chapters import (
 )
 from geolib.report.sweep_tables import (
     ChapterTables,
-    SweepSetup,
     excluding,
     excluding_words,
 )
@@ -116,12 +114,10 @@ def load_tables(section: Section, points: Sequence[str]) -> Tables:
 def read(
     params_path: str | Path, overrides: Mapping[str, Any] | None = None
 ) -> tuple[Section, dict[str, Tables]]:
-    """This chapter's section (``overrides`` applied to the shared ``geometry_performance``
-    section; rules v4 with it) and its tables at each token budget
+    """B3-B5's section (the shared ``geometry_performance`` with B3-B5's v3 mappings,
+    ``overrides`` applied; rules v4 with it) and the sweep's tables at each token budget
     (:mod:`geolib.report.chapters.interface`)."""
-    rules, verdicts_section = own_sections(params_path, CHAPTER, overrides)
-    setup = SweepSetup(verdicts_section, stage_params(params_path, "sweep"))
-    return setup.load_budgets(Section, load_tables, rules)
+    return read_budgets(params_path, CHAPTER, overrides, Section, load_tables)
 
 
 # ---------------------------------------------------------------------------------------------
