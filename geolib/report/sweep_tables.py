@@ -18,6 +18,7 @@ import pandas as pd
 from geolib.config import stage_params
 from geolib.measure.stats import count_excluding, entropy_of_counts
 from geolib.report.budget_premise import BUDGETS
+from geolib.report.chapters.interface import own_sections
 from geolib.report.sweep_v4 import configuration, points_at
 
 #: the sweep's factors, as :data:`geolib.models.grid.FACTORS` names them (a test keeps them
@@ -279,3 +280,17 @@ def excluding_words(counts: pd.DataFrame) -> str:
     return f"{k} of {n} intervals in the tables exclude their estimate" + (
         f" ({which})" if which else ""
     )
+
+
+def read_budgets(
+    params_path: str | Path,
+    name: str,
+    overrides: Mapping[str, Any] | None,
+    section_type: Any,
+    load_tables: Any,
+) -> tuple[Any, dict[str, Any]]:
+    """``read`` (:mod:`geolib.report.chapters.interface`) of a sweep chapter: its section and its
+    tables at each token budget of the sweep (:meth:`SweepSetup.load_budgets`)."""
+    rules, verdicts = own_sections(params_path, name, overrides)
+    setup = SweepSetup(verdicts, stage_params(params_path, "sweep"))
+    return setup.load_budgets(section_type, load_tables, rules)

@@ -32,7 +32,6 @@ from geolib.measure.stats import (
 )
 from geolib.report import sweep_v4
 from geolib.report.budget_premise import AtBudget
-from geolib.report.chapters.interface import read_budgets
 from geolib.report.claims import Claim
 from geolib.report.rules import (
     INCONCLUSIVE,
@@ -62,6 +61,7 @@ from geolib.report.sweep_tables import (
     ChapterTables,
     excluding,
     excluding_words,
+    read_budgets,
 )
 from geolib.report.sweep_v4 import V4, at_budget, b1_added_power
 

@@ -28,7 +28,6 @@ from typing import Any
 
 from geolib.config import stage_params
 from geolib.report.outputs import section_of
-from geolib.report.sweep_tables import SweepSetup
 
 #: the chapter modules under :mod:`geolib.report.chapters`, one per empirical chapter
 CHAPTERS = (
@@ -68,20 +67,6 @@ def read_with_losses(
     loss table that says who learned (``learned_losses``)."""
     p, pv = own_sections(params_path, name, overrides)
     return section_type.from_params(p, pv), load_tables(p["out_dir"], p["learned_losses"])
-
-
-def read_budgets(
-    params_path: str | Path,
-    name: str,
-    overrides: Mapping[str, Any] | None,
-    section_type: Any,
-    load_tables: Any,
-) -> tuple[Any, dict[str, Any]]:
-    """``read`` of a sweep chapter whose tables come at each token budget of the sweep
-    (:meth:`~geolib.report.sweep_tables.SweepSetup.load_budgets`)."""
-    rules, verdicts = own_sections(params_path, name, overrides)
-    setup = SweepSetup(verdicts, stage_params(params_path, "sweep"))
-    return setup.load_budgets(section_type, load_tables, rules)
 
 
 def chapter(name: str) -> Any:

@@ -24,7 +24,6 @@ from geolib.measure.geometry import ID_LOSS
 from geolib.measure.stats import proportion_ci
 from geolib.report import sweep_v4
 from geolib.report.budget_premise import AtBudget
-from geolib.report.chapters.interface import read_budgets
 from geolib.report.claims import Claim
 from geolib.report.rules import (
     INCONCLUSIVE,
@@ -54,6 +53,7 @@ from geolib.report.sweep_tables import (
     ChapterTables,
     excluding,
     excluding_words,
+    read_budgets,
 )
 from geolib.report.sweep_v4 import at_budget
 
