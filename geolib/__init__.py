@@ -48,6 +48,7 @@ measure/             imports nothing outside measure: pure functions on arrays a
     validate         checked arguments (finite, in range, integer) and seeds, for every wing
 theory/              imports measure; one room per claim of Paper A's theory
     curvature        chord–arc geometry and the curvature share of local variance (A2)
+    curvature_limits where A2's closed form departs and saturates; chord balls; one-sided
     curvature_scans  the A2 scans over curvature and radial densities
     collapse         frequency-induced variance collapse (A1)
     gradients        tangent gradient dominance (A3)
