@@ -66,7 +66,8 @@ experiments/         imports config, files, stage, data, models, measure, theory
     training_length      the training-length study measured: loss, W's rank, where they settle
     measure_model        the geometry of any model, one command (``geolib measure``)
 report/              imports config, files, measure; knows no models
-    rules            verdict rules: kinds, premise, seeds, robustness, learned models
+    rules            verdict rules: kinds, premise, seeds, robustness
+    learners         who learned: final loss a declared margin below the unigram entropy
     trends           a claim's key number against model size (the ladder's trend rule)
     peak_timing      when alignment peaks (A7): the checkpoints around it, the warm-up alternative
     claims           the claims table: evidence rows, written by chapters, rendered in the book

@@ -24,16 +24,15 @@ from geolib.measure import validate as check
 from geolib.measure.geometry import ID_LOSS
 from geolib.measure.stats import proportion_ci, within_groups
 from geolib.report.claims import PROSPECTIVE, Claim, history, scale_of_runs
+from geolib.report.learners import Learners, learners
 from geolib.report.markup import words
 from geolib.report.rules import (
-    Learners,
     Rule,
     Verdict,
     combine_statuses,
     decide_if_defined,
     deciding_check,
     given_premise,
-    learners,
     robustness,
     rule_from_params,
 )
@@ -367,7 +366,7 @@ def v3_spec(where: str, spec: Any, rules: Sequence[str] = ()) -> dict[str, Any]:
 
 def learned_models(models: pd.DataFrame, entropy: float, margin: float) -> Learners:
     """Which sweep models learned: ID test loss at least ``margin`` nats below the unigram
-    entropy of the training split (:func:`geolib.report.rules.learners`)."""
+    entropy of the training split (:func:`geolib.report.learners.learners`)."""
     loss = dict(zip(models["name"], models[ID_LOSS], strict=True))
     return learners(loss, dict.fromkeys(loss, entropy), margin)
 

@@ -21,8 +21,8 @@ import pandas as pd
 
 from geolib.measure import validate as check
 from geolib.measure.energy_counts import REFIT
+from geolib.report.learners import Learners, learners_of_runs
 from geolib.report.peak_timing import bracket
-from geolib.report.rules import Learners, learners_of_runs
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def on_steps(tables: Tables, steps: tuple[int, ...] | None) -> Tables:
 
 
 def learned_models(tables: Tables, margin: float) -> Learners:
-    """Which of the stage's runs learned (:func:`geolib.report.rules.learners_of_runs`)."""
+    """Which of the stage's runs learned (:func:`geolib.report.learners.learners_of_runs`)."""
     return learners_of_runs(list(tables.summary["runs"]), tables.losses, margin)
 
 

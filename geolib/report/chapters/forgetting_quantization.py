@@ -4,7 +4,7 @@ forgets when fine-tuned, or loses when quantized, beyond what its ID loss tells?
 Paper B: "the same holds for quantization robustness and for forgetting after fine-tuning" —
 as for loss (B2, B7), geometry does not predict them and in-distribution loss does better.
 Rule v3, per outcome (forgetting; the ID test loss increase of each block-only quantization
-setting), over the sweep's models that learned (:func:`geolib.report.rules.learners`), with
+setting), over the sweep's models that learned (:func:`geolib.report.learners.learners`), with
 model size held fixed:
 
 1. premise: the outcome varies across models within size at least ``premise_min_sd_ratio``
@@ -53,9 +53,9 @@ from geolib.report.chapters.outcome_association import (
     spread,
 )
 from geolib.report.claims import PROSPECTIVE, Claim, scale_of_runs
+from geolib.report.learners import Learners
 from geolib.report.markup import words
 from geolib.report.rules import (
-    Learners,
     Rule,
     Verdict,
     combine_statuses,

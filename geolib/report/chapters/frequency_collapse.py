@@ -29,15 +29,14 @@ from geolib.measure.stats import count_excluding, proportion_ci, share_over_mode
 from geolib.report.chapters.common import V3Section, read_tables, run_columns, v3_claim
 from geolib.report.chapters.interface import read_with_losses
 from geolib.report.claims import Claim
+from geolib.report.learners import Learners, learners_of_runs
 from geolib.report.markup import sentence
 from geolib.report.rules import (
     NOT_RUN,
-    Learners,
     Verdict,
     combine_statuses,
     deciding_check,
     given_premise,
-    learners_of_runs,
     premise_fails,
     rule_from_params,
     rule_with,

@@ -33,12 +33,12 @@ from geolib.measure.stats import (
 from geolib.report import sweep_v4
 from geolib.report.budget_premise import AtBudget
 from geolib.report.claims import Claim
+from geolib.report.learners import Learners
 from geolib.report.rules import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
     NOT_RUN,
     REPRODUCED,
-    Learners,
     Verdict,
     given_premise,
     rule_from_params,

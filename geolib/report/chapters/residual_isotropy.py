@@ -32,15 +32,14 @@ from geolib.report.chapters.common import (
 )
 from geolib.report.chapters.interface import read_with_losses
 from geolib.report.claims import Claim
+from geolib.report.learners import Learners, learners_of_runs
 from geolib.report.markup import sentence, words
 from geolib.report.rules import (
     INCONCLUSIVE,
     NOT_RUN,
-    Learners,
     Verdict,
     combine_statuses,
     given_premise,
-    learners_of_runs,
     rule_from_params,
 )
 

@@ -4,7 +4,7 @@ blocks trained long.
 Paper B: "Pythia models (parallel blocks) show late-training degradation together with rank
 collapse; OLMo-style models (sequential blocks) trained the same way reach very low rank
 without degrading". The unit is a matched (width, seed) pair of runs that differ only in the
-block layout; it enters only if both runs learned (:func:`geolib.report.rules.learners`). A run
+block layout; it enters only if both runs learned (:func:`geolib.report.learners.learners`). A run
 *degrades* when its final ID loss lies above that of its best late checkpoint (the interval of
 the difference above 0; the point estimate as a declared alternative).
 
@@ -31,16 +31,9 @@ from geolib.measure import validate as check
 from geolib.measure.stats import count_excluding, proportion_ci
 from geolib.report.chapters.interface import own_sections
 from geolib.report.claims import AFTER_DATA, Claim, scale_of_runs
+from geolib.report.learners import Learners, learners
 from geolib.report.markup import words
-from geolib.report.rules import (
-    Learners,
-    Verdict,
-    given_premise,
-    learners,
-    robustness,
-    rule_from_params,
-    seeds_agreeing,
-)
+from geolib.report.rules import Verdict, given_premise, robustness, rule_from_params, seeds_agreeing
 from geolib.report.sweep_chapters import (
     V3Terms,
     mapping,

@@ -25,13 +25,8 @@ from geolib.measure.stats import proportion_ci
 from geolib.report import sweep_v4
 from geolib.report.budget_premise import AtBudget
 from geolib.report.claims import Claim
-from geolib.report.rules import (
-    INCONCLUSIVE,
-    NOT_RUN,
-    Learners,
-    Verdict,
-    rule_from_params,
-)
+from geolib.report.learners import Learners
+from geolib.report.rules import INCONCLUSIVE, NOT_RUN, Verdict, rule_from_params
 from geolib.report.sweep_chapters import (
     Checks,
     Decision,
