@@ -48,6 +48,7 @@ measure/             imports nothing outside measure: pure functions on arrays a
     validate         checked arguments (finite, in range, integer) and seeds, for every wing
 theory/              imports measure; one room per claim of Paper A's theory
     curvature        chord–arc geometry and the curvature share of local variance (A2)
+    curvature_limits where A2's closed form departs and saturates; chord balls; one-sided
     curvature_scans  the A2 scans over curvature and radial densities
     collapse         frequency-induced variance collapse (A1)
     gradients        tangent gradient dominance (A3)
@@ -65,29 +66,35 @@ experiments/         imports config, files, stage, data, models, measure, theory
     training_length      the training-length study measured: loss, W's rank, where they settle
     measure_model        the geometry of any model, one command (``geolib measure``)
 report/              imports config, files, measure; knows no models
-    rules            verdict rules: kinds, premise, seeds, robustness, learned models
+    rules            verdict rules: kinds, premise, seeds, robustness
+    learners         who learned: final loss a declared margin below the unigram entropy
     trends           a claim's key number against model size (the ladder's trend rule)
     peak_timing      when alignment peaks (A7): the checkpoints around it, the warm-up alternative
     claims           the claims table: evidence rows, written by chapters, rendered in the book
     findings         the findings page: per claim, the paper's words and what held here
+    math_checks      A1–A3's math checks: each check decided by its rule, combined
     chapters/        one module per empirical chapter: its section, its tables, its verdicts
+        interface            the one interface of a chapter module: CHAPTER, read, verdicts
         common               what the Paper A chapters share: section fields, tables, claim row
         gradient_energy      A4, A6, A7 (rules v3) and the released models' descriptions
+        energy_per_model     the gradient-energy tables as read; each model's A4, A6, A7 numbers
         released             the released models' datasheets and measured tables, as read
         residual_isotropy    A5 (rules v3)
         frequency_collapse   A1 on trained models (rules v3)
         geometry_performance B1, B2, B7 (rules v3)
         training_knobs       B3, B4, B5 (rules v3)
         forgetting_quantization B8 (rules v3)
+        outcome_association  B8's statistics: an outcome's spread over noise; R² and partial ρ
         saturation           B6 (rules v3)
     compute          the compute behind each chapter and the build, from the run log
     plotting         the figure style; byte-reproducible saving; ``show``, ``show_table``
     measure_figure   ``geolib measure``'s per-layer profiles, in the book's style
-    provenance       where a figure came from: stage, parameters, commit, inputs; the check
     book             an executed chapter as the book shows it: code folded, claim abstract
     markup           text from data shown verbatim in the book's Markdown; names inside links
-    outputs          where a chapter writes (pipeline folders, or ``explore/`` under overrides)
-    sweep_chapters   the sweep's tables and v1 checks, shared by its three chapters (B1–B5, B7, B8)
+    outputs          where a chapter writes (pipeline folders, or ``explore/`` under overrides),
+                     and where each figure came from (stage, parameters, commit, inputs; the check)
+    sweep_tables     what the sweep's chapters read: sections, tables, lookups (B1–B5, B7, B8)
+    sweep_chapters   the rules the sweep's three chapters share: v1 checks, v3 premises, rows
     settled_premise  every sweep row's premise: W left its random start and settled (the study)
     budget_premise   v4's sweep premise: W past its turn at both budgets, one verdict at D and 2D
     sweep_v4         the sweep's v4 verdicts: each budget's v3 verdict joined under the v4 premise

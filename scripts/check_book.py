@@ -395,7 +395,7 @@ def _tree_clean(html_root: Path) -> bool:
     """Whether the repository the book was built in (``<repo>/book/_build/html``) is a git tree
     with a commit and nothing changed but what a pipeline run writes."""
     repo = _repo_of(html_root)
-    from geolib.report.provenance import git_state
+    from geolib.report.outputs import git_state
 
     state = git_state(repo)
     return state["commit"] is not None and state["dirty"] is False

@@ -31,7 +31,7 @@ EXEMPT_READS: dict[str, tuple[str, ...]] = {
     # (their bytes change with timing). It depends on the notebooks and every chapter's data.
     "book": ("book/chapters",),
 }
-#: Reads any stage may make: a chapter's provenance record (geolib.report.provenance) reads its own
+#: Reads any stage may make: a chapter's provenance record (geolib.report.outputs) reads its own
 #: stage's deps and params list from dvc.yaml to hash its inputs; nothing it computes depends
 #: on the file, and depending on it would rerun every chapter on any pipeline edit.
 EXEMPT_EVERYWHERE = ("dvc.yaml",)

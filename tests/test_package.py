@@ -123,6 +123,68 @@ def test_wings_import_only_what_the_map_allows():
     assert import_violations(_modules()) == []
 
 
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_cycles(paths: list[Path]) -> list[list[str]]:
+    """The groups of modules that import each other, directly or round a longer loop (strongly
+    connected components of the import graph, imports at any depth counted), each sorted."""
+    names = {_module_name(p): p for p in paths}
+    graph = {
+        name: {
+            t
+            for module, imported in _imports(path)
+            for t in _targets(module, imported)
+            if t in names and t != name
+        }
+        for name, path in names.items()
+    }
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+
+    def visit(v: str) -> None:  # Tarjan's algorithm
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while not group or group[-1] != v:
+                group.append(stack.pop())
+            if len(group) > 1:
+                cycles.append(sorted(group))
+
+    for name in sorted(graph):
+        if name not in index:
+            visit(name)
+    return cycles
+
+
+def test_no_module_imports_one_that_imports_it_back():
+    assert import_cycles(_modules()) == []
+
+
+def test_the_cycle_check_finds_a_loop_of_three(tmp_path, monkeypatch):
+    fake = tmp_path / "geolib" / "report"
+    fake.mkdir(parents=True)
+    (fake / "a.py").write_text("from geolib.report.b import x\n")
+    (fake / "b.py").write_text("def f():\n    from geolib.report import c\n")
+    (fake / "c.py").write_text("import geolib.report.a\n")
+    (fake / "d.py").write_text("from geolib.report.a import y\n")
+    monkeypatch.setattr(__import__(__name__), "PACKAGE", tmp_path / "geolib")
+    monkeypatch.setattr(__import__(__name__), "ROOT", tmp_path)
+    found = import_cycles(sorted(fake.glob("*.py")))
+    assert found == [["geolib.report.a", "geolib.report.b", "geolib.report.c"]]
+
+
 def test_the_import_rule_catches_each_kind_of_violation(tmp_path, monkeypatch):
     """Written into a scratch package: each kind of break is named."""
     fake = tmp_path / "geolib"

@@ -482,8 +482,8 @@ def test_lock_check_flags_stale_sources_and_params_but_not_missing_outputs():
 def test_figures_have_fresh_provenance():
     """Every figure of the default results has a provenance record whose files and parameters
     are current (CI, on a fresh clone with no results, checks the smoke run's figures with
-    ``python -m geolib.report.provenance check``)."""
-    from geolib.report.provenance import check
+    ``python -m geolib.report.outputs check``)."""
+    from geolib.report.outputs import check
 
     assert check(ROOT / "figures", ROOT / "params.yaml") == []
 

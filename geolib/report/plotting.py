@@ -295,11 +295,11 @@ def show(fig: plt.Figure, stem: str | Path, *, caption: str) -> None:
 
     The one way a chapter puts a figure on the page: what the book shows is the file on disk,
     and a figure cannot be saved without the provenance of its chapter run
-    (:func:`geolib.report.provenance.record_figure` refuses a folder without a stage record).
+    (:func:`geolib.report.outputs.record_figure` refuses a folder without a stage record).
     """
     from IPython.display import HTML, Image, display
 
-    from geolib.report.provenance import caption_html, record_figure
+    from geolib.report.outputs import caption_html, record_figure
 
     stem = Path(stem)
     if not caption.strip():

@@ -1,8 +1,7 @@
-"""What the three sweep chapters share (claims B1–B5, B7, B8): what their notebooks read first
-(:class:`SweepSetup`), the tables of stage ``geometry_performance_tables`` loaded once, the
-lookups the verdicts read, the v1 checks kept per claim, and what the v3 rules share (which
-models learned, the premise that an outcome varies beyond its seed noise, intervals decided as
-drawn, the count of intervals that exclude their estimate).
+"""The rules the three sweep chapters share (claims B1–B5, B7, B8): the v1 checks kept per claim,
+and what the v3 rules share (which models learned, the premise that an outcome varies beyond its
+seed noise, intervals decided as drawn, a row's claim). What they read is
+:mod:`geolib.report.sweep_tables`.
 
 The chapters are ``geometry_performance`` (B1, B2, B7: geometry against performance),
 ``training_knobs`` (B3–B5: batch size, weight decay, learning rate) and
@@ -16,28 +15,24 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from types import ModuleType
 from typing import Any, ClassVar, Self
 
 import numpy as np
 import pandas as pd
 
-from geolib.config import stage_params
 from geolib.measure import validate as check
 from geolib.measure.geometry import ID_LOSS
-from geolib.measure.stats import count_excluding, entropy_of_counts, proportion_ci, within_groups
-from geolib.report.budget_premise import BUDGETS
+from geolib.measure.stats import proportion_ci, within_groups
 from geolib.report.claims import PROSPECTIVE, Claim, history, scale_of_runs
+from geolib.report.learners import Learners, learners
 from geolib.report.markup import words
 from geolib.report.rules import (
-    Learners,
     Rule,
     Verdict,
     combine_statuses,
     decide_if_defined,
     deciding_check,
     given_premise,
-    learners,
     robustness,
     rule_from_params,
 )
@@ -51,185 +46,13 @@ from geolib.report.settled_premise import (
     tokens_per_param,
     w_premise,
 )
-from geolib.report.sweep_v4 import configuration, points_at
-
-#: the sweep's factors, as :data:`geolib.models.grid.FACTORS` names them (a test keeps them
-#: equal; the report wing knows no models)
-FACTORS = ("size", "batch_size", "weight_decay", "lr", "final_lr_ratio", "seed")
-
-
-@dataclass(frozen=True)
-class SweepSetup:
-    """What each sweep chapter's notebook reads beside its rules: who learned (the top-level
-    ``verdicts`` section), the design (``sweep``), and the sections of other stages whose
-    tables it reads (``stages``: B8's ``forgetting`` and ``quantization``), each with
-    ``common`` merged in. Its rules (the ``geometry_performance`` section, with its overrides)
-    and where it writes, a notebook reads itself: the pipeline's checks look for them there."""
-
-    verdicts: dict[str, Any]
-    sweep: dict[str, Any]
-    stages: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-    @classmethod
-    def read(cls, params_path: str | Path, *stages: str) -> SweepSetup:
-        """The sections from the parameters file ``params_path``: ``verdicts``, ``sweep``, then
-        each of ``stages`` (a missing one is an error naming it)."""
-        verdicts = stage_params(params_path, "verdicts")
-        sweep = stage_params(params_path, "sweep")
-        return cls(verdicts, sweep, {s: stage_params(params_path, s) for s in stages})
-
-    def load_budgets(
-        self, chapter: ModuleType, rules: Mapping[str, Any]
-    ) -> tuple[Any, dict[str, Any]]:
-        """A chapter's section and its tables at each token budget (budget → tables of that
-        budget's models, from the analysis stage's ``<budget>/`` folder): what rules v4 read."""
-        section = chapter.Section.from_params(rules, self.verdicts)
-        return section, {
-            b: chapter.load_tables(section.at_budget(b), points_at(self.sweep["points"], b))
-            for b in BUDGETS
-        }
-
-    def load(self, chapter: ModuleType, rules: Mapping[str, Any]) -> tuple[Any, Any]:
-        """A chapter's section and tables, for a chapter module (B1–B5, B7) whose ``Section``
-        reads ``rules`` with the verdicts and whose ``load_tables`` reads the sweep's points."""
-        section = chapter.Section.from_params(rules, self.verdicts)
-        return section, chapter.load_tables(section, self.sweep["points"])
-
-    def grid_words(self, models: pd.DataFrame) -> str:
-        """This run's grid in words (Markdown), from the design and the per-model table
-        ``models`` (how many models, the vocabulary): sizes, factor levels, tokens and steps,
-        the centre point, what varies around it and the seed replicates."""
-        sweep = self.sweep
-        levels, base = sweep["factorial"], sweep["base"]
-        sizes = ", ".join(
-            f"{k} (d = {v['d_model']}, {v['n_layers']} layers)" for k, v in sweep["sizes"].items()
-        )
-        steps = ", ".join(
-            f"{b}: {base['token_budget'] // (b * base['seq_len'])}" for b in levels["batch_size"]
-        )
-        multiples = sweep.get("budgets") or {"D": 1}
-        budgets = " and ".join(f"{b} = {k * base['token_budget']:,}" for b, k in multiples.items())
-        scaling = base.get("lr_scaling")
-        lr = f"peak learning rate {levels['lr']}"
-        if scaling and scaling["exponent"]:
-            ref = scaling["reference_batch"]
-            lr += f" at batch {ref}, times (batch / {ref})^{scaling['exponent']:g}"
-        schedule = base.get("schedule", "cosine")
-        if schedule == "wsd":
-            schedule = (
-                f"warmup-stable-decay, the last {base['decay_fraction']:.0%} of each run's steps "
-                "decaying linearly (each smaller budget a cooldown branch of the largest)"
-            )
-        return (
-            f"**This run's grid.** {len(models)} models. Sizes {sizes}; vocabulary "
-            f"{models['vocab_size'].iloc[0]}. Batch sizes {levels['batch_size']} sequences of "
-            f"{base['seq_len']} tokens; weight decay {levels['weight_decay']}; {lr}; schedule "
-            f"{schedule}, annealed to {levels['final_lr_ratio']} of the peak; "
-            f"each point at {budgets} tokens per model (rules v4 decide every row at each), so "
-            f"steps by batch size at D {steps}. Centre "
-            f"{sweep['center']}, varied {sweep['vary']}; seed replicates "
-            f"{sweep['replicate_seeds']}."
-        )
-
-
-@dataclass(frozen=True)
-class SweepTables:
-    """The tables of ``geometry_performance_tables`` (``data/results/geometry_performance``):
-    one row per model (``models``, one per point of the sweep), the factor effects in seed-sd
-    units, the prediction tables over all models and within size, and the premises' tables."""
-
-    folder: Path
-    models: pd.DataFrame
-    effects: pd.DataFrame
-    interactions: pd.DataFrame
-    effects_by_size: pd.DataFrame
-    u_shape: pd.DataFrame
-    prediction: pd.DataFrame
-    within: pd.DataFrame
-    r2_gap: pd.DataFrame
-    r2_gap_alternatives: pd.DataFrame
-    agreement: pd.DataFrame
-    spread: pd.DataFrame  #: indexed by outcome
-    init_moves: pd.DataFrame
-
-    @classmethod
-    def load(cls, folder: str | Path, points: list[str]) -> SweepTables:
-        """Read the tables; ``models`` must hold one row per point of ``points``."""
-        from geolib.measure.prediction import one_row_per_point
-
-        folder = Path(folder)
-
-        def read(name: str, **kw: Any) -> pd.DataFrame:
-            return pd.read_csv(folder / name, **kw)
-
-        return cls(
-            folder=folder,
-            models=one_row_per_point(read("models.csv"), points, "models.csv"),
-            effects=read("effects.csv"),
-            interactions=read("interactions.csv"),
-            effects_by_size=read("effects_by_size.csv"),
-            u_shape=read("u_shape.csv"),
-            prediction=read("prediction.csv"),
-            within=read("prediction_within_size.csv"),
-            r2_gap=read("r2_gap.csv"),
-            r2_gap_alternatives=read("r2_gap_alternatives.csv"),
-            agreement=read("agreement.csv"),
-            spread=read("spread.csv").set_index("outcome"),
-            init_moves=read("init_moves.csv"),
-        )
-
-    @property
-    def ood(self) -> list[str]:
-        """The OOD loss columns of ``models`` (one per domain)."""
-        return [
-            c
-            for c in self.models.columns
-            if c.startswith("loss_ood_") and not c.endswith(("_ci_low", "_ci_high"))
-        ]
-
-    def effect(self, factor: str, quantity: str) -> Any:
-        """The row of ``effects`` for one factor and quantity (a namedtuple-like Series)."""
-        return row_where(self.effects, factor=factor, quantity=quantity)
-
-    def predicts(self, outcome: str, predictor: str, *, within: bool = False) -> Any:
-        """The prediction row of ``outcome`` on ``predictor``, over all models or within size."""
-        return row_where(
-            self.within if within else self.prediction, outcome=outcome, predictor=predictor
-        )
-
-    def varies(self, outcome: str, min_sd_ratio: float) -> tuple[bool, str]:
-        """Premise of a prediction claim: ``outcome`` varies across models within size at least
-        ``min_sd_ratio`` times its seed-to-seed sd. Returns ``(holds, why not)``."""
-        ratio = float(self.spread.loc[outcome, "ratio"])
-        why = (
-            f"{outcome} varies across models within size only {ratio:.2g}x its seed-to-seed sd "
-            f"(premise: at least {min_sd_ratio:g}x)"
-        )
-        return ratio >= min_sd_ratio, why
-
-    def scale_runs(self) -> dict[str, dict[str, Any]]:
-        """The models as :func:`geolib.report.claims.scale_of_runs` reads them: a configuration
-        is a point less its seed (at its budget)."""
-        return {
-            r["name"]: {
-                "family": configuration(r["name"])[0],
-                "seed": configuration(r["name"])[1],
-                "params": r["params"],
-                "tokens": r["tokens"],
-            }
-            for r in self.models.to_dict("records")
-        }
-
-
-def row_where(table: pd.DataFrame, **match: str) -> Any:
-    """The single row of ``table`` whose columns equal ``match`` (an error naming it otherwise)."""
-    mask = pd.Series(True, index=table.index)
-    for col, value in match.items():
-        mask &= table[col] == value
-    rows = table[mask]
-    if len(rows) != 1:
-        raise KeyError(f"{len(rows)} rows for {match} (expected one)")
-    return rows.iloc[0]
+from geolib.report.sweep_tables import (
+    FACTORS,
+    ChapterTables,
+    SweepTables,
+    unigram_entropy,
+)
+from geolib.report.sweep_v4 import V4, configuration
 
 
 def interval_text(what: str, estimate: float, low: float, high: float) -> str:
@@ -384,6 +207,8 @@ class SweepSection:
     min_learned_per_size: int
     learned_margin: float
     w_premise: PremiseSpec
+    #: rules v4 (``sweep_v4``: one verdict over both budgets), absent from a v3-only section
+    v4: V4 | None = field(default=None, kw_only=True)
 
     @classmethod
     def from_params(
@@ -404,7 +229,14 @@ class SweepSection:
             if key not in section:
                 raise ValueError(f"{where}: missing key {key!r} (the v3 rule)")
             v3[key] = v3_spec(f"{where}.{key}", section[key], rules)
-        return cls(**base, **v3)
+        v4 = V4.from_params(section) if "sweep_v4" in section else None
+        return cls(**base, **v3, v4=v4)
+
+    def v4_rules(self) -> V4:
+        """Rules v4, or an error saying the section has none."""
+        if self.v4 is None:
+            raise ValueError("geometry_performance.sweep_v4: missing (rules v4 of the sweep rows)")
+        return self.v4
 
     @staticmethod
     def check_v2(v2: Mapping[str, Any]) -> None:
@@ -532,33 +364,11 @@ def v3_spec(where: str, spec: Any, rules: Sequence[str] = ()) -> dict[str, Any]:
     return spec
 
 
-def unigram_entropy(path: str | Path) -> float:
-    """Entropy (nats) of the token counts in ``path`` (``token_id,token,count``: the training
-    split's counts, written by the tokenizer stage): the loss of the best predictor that ignores
-    context, the bar a model must beat to have learned."""
-    counts = pd.read_csv(path, usecols=["count"])["count"].to_numpy(np.float64)
-    try:
-        return entropy_of_counts(counts)
-    except ValueError as err:
-        raise ValueError(f"{path}: token counts: {err}") from None
-
-
 def learned_models(models: pd.DataFrame, entropy: float, margin: float) -> Learners:
     """Which sweep models learned: ID test loss at least ``margin`` nats below the unigram
-    entropy of the training split (:func:`geolib.report.rules.learners`)."""
+    entropy of the training split (:func:`geolib.report.learners.learners`)."""
     loss = dict(zip(models["name"], models[ID_LOSS], strict=True))
     return learners(loss, dict.fromkeys(loss, entropy), margin)
-
-
-@dataclass(frozen=True)
-class ChapterTables:
-    """The sweep's tables as a chapter reads them, with the unigram entropy of the training
-    split (the bar a model must beat to have learned) and the training-length study's settling
-    table (``study``: the premise that W settled); a chapter's subclass adds its own."""
-
-    sweep: SweepTables
-    unigram_entropy: float
-    study: pd.DataFrame
 
 
 def settled(tables: ChapterTables, section: SweepSection) -> WPremise:
@@ -668,71 +478,6 @@ def share_text(k: int, n: int, level: float) -> str:
         return "no units"
     p = proportion_ci(k, n, level)
     return f"{k} of {n} ({p.fraction:.2g} [{p.low:.2g}, {p.high:.2g}], Clopper–Pearson)"
-
-
-#: the intervals of the sweep's tables: attribute of :class:`SweepTables` → its file and its
-#: (estimate, low, high) column triples
-INTERVALS: dict[str, tuple[str, tuple[tuple[str, str, str], ...]]] = {
-    "prediction": (
-        "prediction.csv",
-        tuple((s, f"{s}_ci_low", f"{s}_ci_high") for s in ("r2", "spearman", "partial_spearman")),
-    ),
-    "within": (
-        "prediction_within_size.csv",
-        tuple((s, f"{s}_ci_low", f"{s}_ci_high") for s in ("r2", "partial_spearman")),
-    ),
-    "r2_gap": ("r2_gap.csv", (("r2_gap", "ci_low", "ci_high"),)),
-    "r2_gap_alternatives": ("r2_gap_alternatives.csv", (("r2_gap", "ci_low", "ci_high"),)),
-    "agreement": ("agreement.csv", (("value", "ci_low", "ci_high"),)),
-    **{
-        name: (
-            f"{name}.csv",
-            ((est, "ci_low", "ci_high"), (est, "ci_low_sd", "ci_high_sd")),
-        )
-        for name, est in (
-            ("effects", "effect_sd"),
-            ("interactions", "interaction_sd"),
-            ("effects_by_size", "effect_sd"),
-        )
-    },
-}
-
-
-def excluding(tables: SweepTables, names: Sequence[str]) -> pd.DataFrame:
-    """How many intervals of each table (``names``: attributes of :class:`SweepTables`) exclude
-    their estimate (:func:`geolib.measure.stats.count_excluding`): one row per table and
-    interval, ``excluding`` of ``intervals`` (finite ones)."""
-    rows = []
-    for name in names:
-        if name not in INTERVALS:
-            raise KeyError(f"no intervals known for table {name!r}; known: {sorted(INTERVALS)}")
-        file, triples = INTERVALS[name]
-        table = getattr(tables, name)
-        for est, lo, hi in triples:
-            if {est, lo, hi} <= set(table.columns):
-                k, n = count_excluding(table[est], table[lo], table[hi])
-                rows.append(
-                    {
-                        "table": file,
-                        "interval": f"{est} [{lo}, {hi}]",
-                        "excluding": k,
-                        "intervals": n,
-                    }
-                )
-    return pd.DataFrame(rows, columns=["table", "interval", "excluding", "intervals"])
-
-
-def excluding_words(counts: pd.DataFrame) -> str:
-    """:func:`excluding`'s table in one sentence."""
-    k, n = int(counts["excluding"].sum()), int(counts["intervals"].sum())
-    which = "; ".join(
-        f"{r.table} {r.interval}: {r.excluding} of {r.intervals}"
-        for r in counts.itertuples()
-        if r.excluding
-    )
-    return f"{k} of {n} intervals in the tables exclude their estimate" + (
-        f" ({which})" if which else ""
-    )
 
 
 def claim_text(claims: Sequence[Claim], anchor: str) -> str:

@@ -16,10 +16,6 @@ from geolib.measure.validate import Seed
 from geolib.theory.collapse import sample_mean_dispersion
 from geolib.theory.curvature import (
     RadialDensity,
-    cap_normal_variance_ratio,
-    chord_ball_geodesic_radius,
-    chord_ball_normal_variance_ratio,
-    departure_kappa_rho,
     diagonal_second_form,
     exact_sphere_normal_variance_ratio,
     frequency_density,
@@ -31,6 +27,12 @@ from geolib.theory.curvature import (
     sample_sphere_cap,
     select_ball,
     subspace_variance_ratio,
+)
+from geolib.theory.curvature_limits import (
+    cap_normal_variance_ratio,
+    chord_ball_geodesic_radius,
+    chord_ball_normal_variance_ratio,
+    departure_kappa_rho,
 )
 
 

@@ -46,7 +46,7 @@ def test_a_different_figure_gives_different_bytes(tmp_path):
 
 
 def _stage_record(folder, stage="demo", params=None):
-    from geolib.report import provenance
+    from geolib.report import outputs as provenance
 
     record = {
         "stage": stage,

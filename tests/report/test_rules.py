@@ -343,7 +343,7 @@ def test_shares_over_seeds_is_bounded_and_names_a_seed_without_units():
 
 
 def test_learners_keep_models_a_margin_below_the_unigram_entropy():
-    from geolib.report.rules import learners
+    from geolib.report.learners import learners
 
     got = learners({"a": 5.0, "b": 6.95, "c": 6.75}, {"a": 7.0, "b": 7.0, "c": 7.0}, 0.25)
     assert got.kept == ("a", "c")  # c exactly at the margin counts

@@ -26,11 +26,7 @@ from geolib.report.rules import (
 from geolib.report.settled_premise import RULE_WORDS as PREMISE_RULE
 from geolib.report.settled_premise import WPremise
 from geolib.report.sweep_chapters import (
-    FACTORS,
-    ChapterTables,
     Checks,
-    SweepSetup,
-    SweepTables,
     all_learned,
     cell_models,
     claim_text,
@@ -39,21 +35,27 @@ from geolib.report.sweep_chapters import (
     compared_models,
     decide_interval,
     enough_per_size,
-    excluding,
-    excluding_words,
     interval_text,
     learned_models,
     learned_text,
     premised,
-    row_where,
     seed_sd_interval,
     share_text,
     sweep_claim,
-    unigram_entropy,
     varies_among,
 )
 from geolib.report.sweep_chapters import (
     learned as learned_,
+)
+from geolib.report.sweep_tables import (
+    FACTORS,
+    ChapterTables,
+    SweepSetup,
+    SweepTables,
+    excluding,
+    excluding_words,
+    row_where,
+    unigram_entropy,
 )
 from tests.report.tables import with_interval
 
@@ -199,15 +201,6 @@ def test_a_notebook_reads_its_sections_once_and_words_the_grid(tmp_path):
     with pytest.raises(KeyError, match="no section 'quantization'"):
         SweepSetup.read(path, "forgetting", "quantization")
 
-    # a chapter's section from the notebook's rules and the verdicts, its tables at the points
-    chapter = SimpleNamespace(
-        Section=SimpleNamespace(from_params=lambda rules, verdicts: (rules["n_boot"], verdicts)),
-        load_tables=lambda section, points: (section, points),
-    )
-    section, tables = setup.load(chapter, {"n_boot": 200})
-    assert section == (200, setup.verdicts)
-    assert tables == (section, ["S-b8-s0-tD", "S-b128-s0-tD"])
-
     models = pd.DataFrame({"name": SWEEP["points"], "vocab_size": [4096, 4096]})
     assert setup.grid_words(models) == (
         "**This run's grid.** 2 models. Sizes S (d = 64, 2 layers), M (d = 128, 3 layers); "
@@ -243,11 +236,13 @@ def test_a_chapter_loads_its_tables_at_each_budget_and_the_grid_words_name_both(
     sweep = {**SWEEP, "budgets": {"D": 1, "2D": 2}, "points": points}
     setup = SweepSetup({"learned_margin": 0.25}, sweep)
     section = SimpleNamespace(at_budget=lambda b: f"section at {b}")
-    chapter = SimpleNamespace(
-        Section=SimpleNamespace(from_params=lambda rules, verdicts: section),
-        load_tables=lambda at, pts: (at, pts),
+    # the section from the chapter's rules and the top-level verdicts
+    section_type = SimpleNamespace(
+        from_params=lambda rules, verdicts: (
+            (rules, verdicts) == ({"n": 1}, setup.verdicts) and section
+        )
     )
-    got, tables = setup.load_budgets(chapter, {})
+    got, tables = setup.load_budgets(section_type, lambda at, pts: (at, pts), {"n": 1})
     assert got is section
     assert tables == {
         "D": ("section at D", ["S-b8-s0-tD", "S-b128-s0-tD"]),

@@ -8,6 +8,7 @@ import pytest
 
 from geolib.measure.stats import fit_loglog
 from geolib.theory import curvature as th
+from geolib.theory import curvature_limits as lim
 from geolib.theory import curvature_scans as scans
 
 
@@ -333,7 +334,7 @@ def test_frequency_scan_takes_its_scale_from_the_a1_estimator():
 
 def test_scan_fit_range_is_the_measured_departure():
     scan = scans.sphere_curvature_scan(1.0, SCALES, scans.Sampling("exponential", n_points=500))
-    kr = th.departure_kappa_rho("exponential", 0.02)
+    kr = lim.departure_kappa_rho("exponential", 0.02)
     assert scan.fit_kappa_rho == kr and scan.fit_departure == 0.02
     np.testing.assert_array_equal(scan.fit_mask, scan.kappa_rho <= kr)
     # inside the range the closed form is within 2% of the exact ratio, just outside it is not
@@ -344,7 +345,7 @@ def test_scan_fit_range_is_the_measured_departure():
         [2.0, 0.5], SCALES, scans.Sampling("half_normal", n_points=500)
     )
     rho = np.array([th.RadialDensity("half_normal", s).effective_radius for s in SCALES])
-    kr_hn = th.departure_kappa_rho("half_normal", 0.02)
+    kr_hn = lim.departure_kappa_rho("half_normal", 0.02)
     np.testing.assert_array_equal(graph.fit_mask, 2.0 * rho <= kr_hn)
     with pytest.raises(ValueError, match="departure"):
         scans.sphere_curvature_scan(1.0, SCALES, scans.Sampling("half_normal", fit_departure=0.0))
@@ -365,69 +366,69 @@ def _brent(f, lo, hi):
 def test_departure_roots_match_independent_closed_forms(delta):
     # half-normal: exact/closed = tanh(x)/x with x = κ²s²/2 and ρ = √3 s
     x = _brent(lambda x: 1 - np.tanh(x) / x - delta, 1e-6, 50)
-    assert th.departure_kappa_rho("half_normal", delta) == pytest.approx(
+    assert lim.departure_kappa_rho("half_normal", delta) == pytest.approx(
         math.sqrt(3 * 2 * x), rel=1e-8
     )
     # exponential: exact = u(5 + 2u)/(2(1 + u)²), closed = 5u/2 with u = κ²s² and ρ = √12 s
     u = _brent(lambda u: 1 - (5 + 2 * u) / (5 * (1 + u) ** 2) - delta, 1e-9, 1e3)
-    assert th.departure_kappa_rho("exponential", delta) == pytest.approx(
+    assert lim.departure_kappa_rho("exponential", delta) == pytest.approx(
         math.sqrt(12 * u), rel=1e-8
     )
-    kr = th.departure_kappa_rho("gamma", delta, shape=3.0)
+    kr = lim.departure_kappa_rho("gamma", delta, shape=3.0)
     g = th.RadialDensity.with_effective_radius("gamma", kr, 3.0)
-    assert th.closed_form_departure(1.0, g) == pytest.approx(delta, abs=1e-10)
+    assert lim.closed_form_departure(1.0, g) == pytest.approx(delta, abs=1e-10)
 
 
 def test_departure_roots_match_the_independent_check():
     # 10% departure at κρ ≈ 1.9 / 0.9 / 1.2 (half-normal / exponential / gamma(3)), an
     # independent estimate quoted to one decimal
     got = [
-        th.departure_kappa_rho("half_normal", 0.1),
-        th.departure_kappa_rho("exponential", 0.1),
-        th.departure_kappa_rho("gamma", 0.1, shape=3.0),
+        lim.departure_kappa_rho("half_normal", 0.1),
+        lim.departure_kappa_rho("exponential", 0.1),
+        lim.departure_kappa_rho("gamma", 0.1, shape=3.0),
     ]
     np.testing.assert_allclose(got, [1.9, 0.9, 1.2], atol=0.06)
     # the departure grows with κρ: the 2% fit range lies inside the 10% one
-    assert th.departure_kappa_rho("gamma", 0.02, shape=3.0) < got[2]
+    assert lim.departure_kappa_rho("gamma", 0.02, shape=3.0) < got[2]
 
 
 def test_departure_bad_input():
     for bad in (0.0, 1.0, -0.1, np.nan):
         with pytest.raises(ValueError, match="departure"):
-            th.departure_kappa_rho("half_normal", bad)
+            lim.departure_kappa_rho("half_normal", bad)
     with pytest.raises(ValueError, match="kind"):
-        th.departure_kappa_rho("cauchy", 0.1)
+        lim.departure_kappa_rho("cauchy", 0.1)
     with pytest.raises(ValueError, match="shape"):
-        th.departure_kappa_rho("gamma", 0.1, shape=0.0)
+        lim.departure_kappa_rho("gamma", 0.1, shape=0.0)
 
 
 def test_exact_ratio_log_slope():
     for s in (0.05, 0.7, 2.0):
         x = s**2 / 2  # half-normal: R = tanh(x), d log R / d log s = 4x / sinh(2x)
         g = th.RadialDensity("half_normal", s)
-        assert th.exact_ratio_log_slope(1.0, g) == pytest.approx(4 * x / np.sinh(2 * x), rel=1e-6)
+        assert lim.exact_ratio_log_slope(1.0, g) == pytest.approx(4 * x / np.sinh(2 * x), rel=1e-6)
     with pytest.raises(ValueError, match="step"):
-        th.exact_ratio_log_slope(1.0, th.RadialDensity("half_normal", 1.0), step=0.0)
+        lim.exact_ratio_log_slope(1.0, th.RadialDensity("half_normal", 1.0), step=0.0)
 
 
 def test_saturation_matches_closed_forms():
     # half-normal: slope 4x/sinh(2x) = 1; supremum 1 = tanh(∞), approached only in the limit
     x = _brent(lambda x: np.sinh(2 * x) - 4 * x, 0.5, 5)
-    hn = th.exact_ratio_saturation("half_normal")
+    hn = lim.exact_ratio_saturation("half_normal")
     assert hn.kappa_rho_half_slope == pytest.approx(math.sqrt(6 * x), rel=1e-6)
     assert hn.sup_ratio == 1.0 and hn.kappa_rho_at_sup == math.inf
     # exponential: slope 2[1 + 2u/(5 + 2u) − 2u/(1 + u)] = 1 at u = 1/2, i.e. κρ = √6;
     # R = u(5 + 2u)/(2(1 + u)²) peaks at u = 5 with 25/24, i.e. κρ = √60: it overshoots 1
-    ex = th.exact_ratio_saturation("exponential")
+    ex = lim.exact_ratio_saturation("exponential")
     assert ex.kappa_rho_half_slope == pytest.approx(math.sqrt(6), rel=1e-6)
     assert ex.sup_ratio == pytest.approx(25 / 24, rel=1e-9)
     assert ex.kappa_rho_at_sup == pytest.approx(math.sqrt(60), rel=1e-4)
-    ga = th.exact_ratio_saturation("gamma", shape=3.0)
+    ga = lim.exact_ratio_saturation("gamma", shape=3.0)
     g = th.RadialDensity.with_effective_radius("gamma", ga.kappa_rho_half_slope, 3.0)
-    assert th.exact_ratio_log_slope(1.0, g) == pytest.approx(1.0, abs=1e-6)
+    assert lim.exact_ratio_log_slope(1.0, g) == pytest.approx(1.0, abs=1e-6)
     # saturation lies beyond the 10% departure for every density
     for sat, kind, a in ((hn, "half_normal", 1), (ex, "exponential", 1), (ga, "gamma", 3)):
-        assert sat.kappa_rho_half_slope > th.departure_kappa_rho(kind, 0.1, shape=a)
+        assert sat.kappa_rho_half_slope > lim.departure_kappa_rho(kind, 0.1, shape=a)
 
 
 # ------------------------------------------------------------------------------------------
@@ -445,7 +446,7 @@ def test_saturation_matches_closed_forms():
     ],
 )
 def test_one_sided_factors_closed_forms(kind, shape, paper, pca):
-    f = th.one_sided_factors(kind, shape=shape)
+    f = lim.one_sided_factors(kind, shape=shape)
     assert f.paper_over_true == pytest.approx(paper, rel=1e-12)
     assert f.pca_over_true == pytest.approx(pca, abs=5e-4 if kind == "half_normal" else 1e-10)
     assert f.paper_over_pca == pytest.approx(paper / pca, rel=5e-3)
@@ -454,7 +455,7 @@ def test_one_sided_factors_closed_forms(kind, shape, paper, pca):
 def test_one_sided_factor_half_normal_exact_expression():
     # corr(t, t²)² = (E t³ − E t E t²)² / (Var t Var t²) with E t = √(2/π), E t³ = 2√(2/π)
     c2 = (2 / math.pi) / ((1 - 2 / math.pi) * 2)
-    assert th.one_sided_factors("half_normal").pca_over_true == pytest.approx(1 - c2, rel=1e-12)
+    assert lim.one_sided_factors("half_normal").pca_over_true == pytest.approx(1 - c2, rel=1e-12)
 
 
 @pytest.mark.parametrize(("kind", "shape"), [("half_normal", 1), ("exponential", 1), ("gamma", 3)])
@@ -462,18 +463,18 @@ def test_one_sided_simulation_matches_factors(kind, shape):
     g = th.RadialDensity.with_effective_radius(
         kind, 0.05, shape
     )  # small κρ: leading order holds to ~0.1%
-    f = th.one_sided_factors(kind, shape=shape)
-    one = th.one_sided_ratios(1.0, g, 200_000, seed=1)
+    f = lim.one_sided_factors(kind, shape=shape)
+    one = lim.one_sided_ratios(1.0, g, 200_000, seed=1)
     assert one.one_sided
     assert one.paper_form / one.true_axes == pytest.approx(f.paper_over_true, rel=0.01)
     assert one.local_pca / one.true_axes == pytest.approx(f.pca_over_true, rel=0.03)
     assert one.var_t_form / one.true_axes == pytest.approx(1.0, rel=0.01)
-    two = th.one_sided_ratios(1.0, g, 200_000, seed=1, one_sided=False)
+    two = lim.one_sided_ratios(1.0, g, 200_000, seed=1, one_sided=False)
     assert not two.one_sided
     for v in (two.paper_form, two.local_pca):
         assert v / two.true_axes == pytest.approx(1.0, rel=0.02)
     with pytest.raises(ValueError, match="kappa"):
-        th.one_sided_ratios(0.0, g, 100)
+        lim.one_sided_ratios(0.0, g, 100)
 
 
 # ------------------------------------------------------------------------------------------
@@ -504,20 +505,20 @@ def test_sphere_cap_is_uniform_in_area():
 def test_cap_and_chord_ball_closed_forms():
     kappa, eps = 1.5, np.array([0.01, 0.3, 1.0, 1.3])
     x = kappa * eps
-    geo = th.cap_normal_variance_ratio(kappa, eps)
+    geo = lim.cap_normal_variance_ratio(kappa, eps)
     np.testing.assert_allclose(geo, (1 - np.cos(x)) / (4 * (2 + np.cos(x))), rtol=1e-12)
     assert geo[0] == pytest.approx(x[0] ** 2 / 24, rel=1e-4)  # flat limit κ²ε²/24
-    big_r = th.chord_ball_geodesic_radius(kappa, eps)
+    big_r = lim.chord_ball_geodesic_radius(kappa, eps)
     np.testing.assert_allclose(2 * np.sin(kappa * big_r / 2) / kappa, eps, rtol=1e-12)
-    chord = th.chord_ball_normal_variance_ratio(kappa, eps)
-    np.testing.assert_allclose(chord, th.cap_normal_variance_ratio(kappa, big_r), rtol=1e-12)
+    chord = lim.chord_ball_normal_variance_ratio(kappa, eps)
+    np.testing.assert_allclose(chord, lim.cap_normal_variance_ratio(kappa, big_r), rtol=1e-12)
     np.testing.assert_allclose(chord, x**2 / (24 - 4 * x**2), rtol=1e-12)
     # same leading term; corrections +κ²ε²/12 (geodesic) and +κ²ε²/6 (chord)
     assert geo[0] / (x[0] ** 2 / 24) - 1 == pytest.approx(x[0] ** 2 / 12, rel=1e-3)
     assert chord[0] / (x[0] ** 2 / 24) - 1 == pytest.approx(x[0] ** 2 / 6, rel=1e-3)
     assert np.all(chord > geo)
-    np.testing.assert_array_equal(th.chord_ball_geodesic_radius(0.0, eps), eps)
-    np.testing.assert_array_equal(th.cap_normal_variance_ratio(0.0, eps), 0.0)
+    np.testing.assert_array_equal(lim.chord_ball_geodesic_radius(0.0, eps), eps)
+    np.testing.assert_array_equal(lim.cap_normal_variance_ratio(0.0, eps), 0.0)
 
 
 def test_ball_selection_and_bad_input():
@@ -525,7 +526,7 @@ def test_ball_selection_and_bad_input():
     geo, chord = th.select_ball(nb, 1.0, "geodesic"), th.select_ball(nb, 1.0, "chord")
     assert np.all(geo.radii <= 1.0) and np.all(np.linalg.norm(chord.points, axis=1) <= 1.0)
     assert geo.radii.size < chord.radii.size  # the chord ball is the larger cap
-    assert chord.radii.max() <= th.chord_ball_geodesic_radius(1.0, 1.0)[0]
+    assert chord.radii.max() <= lim.chord_ball_geodesic_radius(1.0, 1.0)[0]
     with pytest.raises(ValueError, match="by"):
         th.select_ball(nb, 1.0, "euclid")
     with pytest.raises(ValueError, match="radius"):
@@ -535,11 +536,11 @@ def test_ball_selection_and_bad_input():
     with pytest.raises(ValueError, match="kappa"):
         th.sample_sphere_cap(0.0, 2, 1.0, 10)
     with pytest.raises(ValueError, match="2/kappa"):
-        th.chord_ball_geodesic_radius(1.0, 2.0)
+        lim.chord_ball_geodesic_radius(1.0, 2.0)
     with pytest.raises(ValueError, match="2/kappa"):
-        th.chord_ball_normal_variance_ratio(1.0, [0.5, 2.5])
+        lim.chord_ball_normal_variance_ratio(1.0, [0.5, 2.5])
     with pytest.raises(ValueError, match="pi/kappa"):
-        th.cap_normal_variance_ratio(1.0, 3.5)
+        lim.cap_normal_variance_ratio(1.0, 3.5)
 
 
 def test_ball_selection_scan_matches_closed_forms():

@@ -16,8 +16,9 @@ from typing import Any, ClassVar, Self, TypeVar
 import pandas as pd
 
 from geolib.report.claims import AFTER_DATA, Claim, Confirmation, scale_of_runs
+from geolib.report.learners import Learners
 from geolib.report.markup import words
-from geolib.report.rules import Learners, Verdict, robustness, section_basics, seeds_agreeing
+from geolib.report.rules import Verdict, robustness, section_basics, seeds_agreeing
 
 T = TypeVar("T")
 

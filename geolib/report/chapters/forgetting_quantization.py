@@ -4,7 +4,7 @@ forgets when fine-tuned, or loses when quantized, beyond what its ID loss tells?
 Paper B: "the same holds for quantization robustness and for forgetting after fine-tuning" —
 as for loss (B2, B7), geometry does not predict them and in-distribution loss does better.
 Rule v3, per outcome (forgetting; the ID test loss increase of each block-only quantization
-setting), over the sweep's models that learned (:func:`geolib.report.rules.learners`), with
+setting), over the sweep's models that learned (:func:`geolib.report.learners.learners`), with
 model size held fixed:
 
 1. premise: the outcome varies across models within size at least ``premise_min_sd_ratio``
@@ -16,8 +16,9 @@ model size held fixed:
 3. ID loss does better: R²(outcome ~ ID loss) − R²(outcome ~ erank W) beyond
    ``loss_beats_rank``'s threshold (both within size, one paired bootstrap over models).
 
-The statistics are recomputed here over the learned models (the analysis stages' tables hold
-every model). v1 (over all models: rank "loose" and no prediction) and v2 (within size, after
+The statistics are recomputed over the learned models
+(:mod:`~geolib.report.chapters.outcome_association`; the analysis stages' tables hold every
+model). v1 (over all models: rank "loose" and no prediction) and v2 (within size, after
 the premise that most models' intervals lie above 0) are computed from those tables as they
 were, and shown beside v3.
 """
@@ -31,27 +32,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
+from geolib.config import stage_params
 from geolib.measure import validate as check
 from geolib.measure.geometry import ID_LOSS
 from geolib.measure.prediction import one_row_per_point
 from geolib.measure.stats import (
     Interval,
     count_excluding,
-    interval,
-    partial_spearman,
-    partial_spearman_within,
-    r_squared,
 )
 from geolib.report import sweep_v4
-from geolib.report.budget_premise import AtBudget
+from geolib.report.budget_premise import BUDGETS, AtBudget
+from geolib.report.chapters.interface import own_sections
+from geolib.report.chapters.outcome_association import (
+    RANK,
+    STATISTICS,
+    Association,
+    association,
+    spread,
+)
 from geolib.report.claims import PROSPECTIVE, Claim, scale_of_runs
+from geolib.report.learners import Learners
 from geolib.report.markup import words
 from geolib.report.rules import (
-    Learners,
     Rule,
     Verdict,
     combine_statuses,
@@ -74,27 +78,25 @@ from geolib.report.sweep_chapters import (
     V3Terms,
     decide_interval,
     enough_per_size,
-    excluding_words,
     learned_models,
     learned_text,
-    row_where,
     rule_spec,
-    unigram_entropy,
     v3_spec,
 )
-from geolib.report.sweep_v4 import V4, configuration
+from geolib.report.sweep_tables import (
+    excluding_words,
+    row_where,
+    unigram_entropy,
+)
+from geolib.report.sweep_v4 import V4, configuration, points_at
 
 CHAPTER, ANCHOR = "forgetting_quantization", "verdict-b8"
-RANK = "w_erank"
 FAMILIES = ("forgetting", "quantization")
-#: fewest learned models an association over models is computed on (the statistics' floor)
-MIN_MODELS = 4
 #: what a declared alternative may change
 CHANGES = ("predictor", "within", "loss_beats_rank", "loose")
 #: the v3 rules of ``b8_v3``
 RULES = ("no_prediction", "loss_beats_rank")
 _STATS = ("spearman", "r2", "partial_spearman")
-_NAMES = ("r2_rank", "r2_loss", "gap", "partial")
 
 
 def param_at(where: str, mapping: Any, path: str) -> Any:
@@ -142,6 +144,8 @@ class Section(V3Terms):
     ci_level: float
     seed: int
     w_premise: PremiseSpec
+    #: rules v4 (``geometry_performance.sweep_v4``), absent from a v3-only section
+    v4: V4 | None = field(default=None, kw_only=True)
 
     @classmethod
     def from_params(
@@ -198,6 +202,7 @@ class Section(V3Terms):
             ci_level=_level("ci_level", param_at(gp, section, "ci_level")),
             seed=check.integer("seed", section.get("seed", 0), low=0),
             w_premise=PremiseSpec.from_params(param_at(gp, section, "sweep_v3.w_premise")),
+            v4=V4.from_params(section) if "sweep_v4" in section else None,
         )
 
 
@@ -291,6 +296,29 @@ def load_tables(
     )
 
 
+def read(
+    params_path: str | Path, overrides: Mapping[str, Any] | None = None
+) -> tuple[Section, dict[str, Tables]]:
+    """This chapter's section (``overrides`` applied to the shared ``geometry_performance``
+    section; rules v4 with it; the ``forgetting`` and ``quantization`` sections' v1 rules) and
+    its tables at each token budget (:mod:`geolib.report.chapters.interface`)."""
+    rules, verdicts_section = own_sections(params_path, CHAPTER, overrides)
+    fg, qz = (stage_params(params_path, s) for s in FAMILIES)
+    section = Section.from_params(rules, verdicts_section, forgetting=fg, quantization=qz)
+    points = stage_params(params_path, "sweep")["points"]
+    return section, {
+        b: load_tables(
+            fg["out_dir"],
+            qz["out_dir"],
+            points_at(points, b),
+            section.unigram_counts,
+            section.w_premise,
+            b,
+        )
+        for b in BUDGETS
+    }
+
+
 def _row_check(rule: Rule, row: Any, stat: str, what: str) -> tuple[Verdict, str]:
     """``rule`` on one prediction row's statistic (v1, v2: the stages' tables)."""
     est, lo, hi = (row.get(c, math.nan) for c in (stat, f"{stat}_ci_low", f"{stat}_ci_high"))
@@ -354,41 +382,6 @@ def _kept(frame: pd.DataFrame, who: Learners) -> pd.DataFrame:
     return frame[frame["name"].isin(who.kept)].reset_index(drop=True)
 
 
-def spread(frame: pd.DataFrame, column: str, *, within: bool, level: float) -> dict[str, float]:
-    """Does ``column`` vary across models beyond its noise? Its sd across models (pooled within
-    size when ``within``); its seed-to-seed sd, pooled over groups of models that differ only
-    in their seed (``<point>-s<seed>``; NaN without replicates); the root mean square of the
-    models' measurement errors (each paired interval's half-width over z at ``level``); the
-    noise, the larger of the two; and the ratio of spread to noise."""
-    y = frame[column].to_numpy(np.float64)
-    if y.size == 0:
-        keys = ("spread_sd", "seed_sd", "seed_dof", "measurement_se", "noise", "ratio")
-        return {k: 0 if k == "seed_dof" else math.nan for k in keys}
-    if within:
-        dev = y - frame.groupby("size")[column].transform("mean").to_numpy(np.float64)
-        dof = len(y) - frame["size"].nunique()
-    else:
-        dev, dof = y - y.mean(), len(y) - 1
-    across = math.sqrt(float(dev @ dev) / dof) if dof > 0 else math.nan
-    ss, seed_dof = 0.0, 0
-    for _, g in frame.groupby(frame["name"].map(lambda n: configuration(n)[0])):
-        v = g[column].to_numpy(np.float64)
-        ss, seed_dof = ss + float(((v - v.mean()) ** 2).sum()), seed_dof + len(v) - 1
-    seed_sd = math.sqrt(ss / seed_dof) if seed_dof else math.nan
-    half = (frame[f"{column}_ci_high"] - frame[f"{column}_ci_low"]).to_numpy(np.float64) / 2
-    z = float(sps.norm.ppf(0.5 + level / 2))
-    se = math.sqrt(float(np.mean((half / z) ** 2))) if len(half) else math.nan
-    noise = max(seed_sd, se) if seed_dof else math.nan
-    return {
-        "spread_sd": across,
-        "seed_sd": seed_sd,
-        "seed_dof": seed_dof,
-        "measurement_se": se,
-        "noise": noise,
-        "ratio": across / noise if noise > 0 else math.nan,
-    }
-
-
 def premise(
     tables: Tables, section: Section, o: Outcome, within: bool = True
 ) -> tuple[bool, str, dict[str, float]]:
@@ -410,67 +403,6 @@ def premise(
         f"measurement error {sp['measurement_se']:.2g}; premise: at least {need:g}x)"
     )
     return bool(sp["ratio"] >= need), why, sp
-
-
-@dataclass(frozen=True)
-class Association:
-    """What v3 reads of one outcome over the learned models: R² of the outcome on the rank and
-    on ID loss, their gap (loss minus rank, paired) and the partial Spearman of the rank with
-    the outcome given ID loss; size held fixed when ``within``."""
-
-    n: int
-    r2_rank: Interval
-    r2_loss: Interval
-    gap: Interval
-    partial: Interval
-
-    def intervals(self) -> list[Interval]:
-        return [getattr(self, name) for name in _NAMES]
-
-
-def association(
-    frame: pd.DataFrame,
-    column: str,
-    predictor: str = RANK,
-    *,
-    within: bool = True,
-    n_boot: int = 2000,
-    level: float = 0.95,
-    seed: int = 0,
-) -> Association:
-    """:class:`Association` of ``column`` with bootstrap intervals over the models of
-    ``frame`` (NaN with fewer than :data:`MIN_MODELS`, or where a statistic is undefined)."""
-    x, y, z = (frame[c].to_numpy(np.float64) for c in (predictor, column, ID_LOSS))
-    g = pd.factorize(frame["size"], sort=True)[0].astype(np.float64)
-
-    def r2(a: np.ndarray, b: np.ndarray, groups: np.ndarray) -> float:
-        return r_squared(a, b, groups if within else None)
-
-    def partial(a: np.ndarray, b: np.ndarray, c: np.ndarray, groups: np.ndarray) -> float:
-        return partial_spearman_within(a, b, c, groups) if within else partial_spearman(a, b, c)
-
-    fns = {
-        "r2_rank": (r2, (x, y, g)),
-        "r2_loss": (r2, (z, y, g)),
-        "gap": (lambda x, z, y, g: r2(z, y, g) - r2(x, y, g), (x, z, y, g)),
-        "partial": (partial, (x, y, z, g)),
-    }
-    out = {}
-    for name, (fn, arrays) in fns.items():
-
-        def safe(*a: np.ndarray, fn: Any = fn) -> float:  # a resample may leave one size
-            try:
-                return float(fn(*a))
-            except ValueError:
-                return math.nan
-
-        if len(frame) < MIN_MODELS:
-            why = f"fewer than {MIN_MODELS} models"
-            out[name] = Interval(math.nan, math.nan, math.nan, level, len(frame), why, "model")
-        else:
-            kw = {"n_boot": n_boot, "level": level, "seed": seed, "unit": "model"}
-            out[name] = interval(safe, *arrays, undefined="nan", **kw)
-    return Association(len(frame), **out)
 
 
 def _association(
@@ -539,7 +471,7 @@ def v3_table(tables: Tables, section: Section) -> pd.DataFrame:
         holds, _, sp = premise(tables, section, o)
         a = _association(tables, section, o, RANK, True)
         row: dict[str, Any] = {"outcome": o.label, "models": a.n, **sp, "premise": holds}
-        for name, iv in zip(_NAMES, a.intervals(), strict=True):
+        for name, iv in zip(STATISTICS, a.intervals(), strict=True):
             row |= {name: iv.value, f"{name}_ci_low": iv.low, f"{name}_ci_high": iv.high}
         rows.append(row)
     return pd.DataFrame(rows)
@@ -549,7 +481,7 @@ def excluding(tables: Tables, section: Section | None = None) -> pd.DataFrame:
     """How many bootstrap intervals exclude their estimate (kept as drawn, never widened), per
     table and interval: the stages' prediction and R²-gap tables, each model's paired interval,
     and (with ``section``) v3's, recomputed over the learned models. For
-    :func:`~geolib.report.sweep_chapters.excluding_words`."""
+    :func:`~geolib.report.sweep_tables.excluding_words`."""
     rows = []
 
     def add(table: str, name: str, est: Any, lo: Any, hi: Any) -> None:
@@ -576,7 +508,7 @@ def excluding(tables: Tables, section: Section | None = None) -> pd.DataFrame:
                 add(f"{fam}/{csv}", s, frame[s], frame[c], frame[f"{s}_ci_high"])
     for o in tables.outcomes if section is not None else []:
         a = _association(tables, section, o, RANK, True)
-        for name, iv in zip(_NAMES, a.intervals(), strict=True):
+        for name, iv in zip(STATISTICS, a.intervals(), strict=True):
             add(
                 "v3 (learned models, within size)",
                 f"{name} of {o.label}",
@@ -649,14 +581,16 @@ def b8(tables: Tables, section: Section) -> Claim:
     )
 
 
-def verdicts(tables: Tables, section: Section) -> list[Claim]:
-    """The chapter's claim rows: B8."""
+def budget_verdicts(tables: Tables, section: Section) -> list[Claim]:
+    """B8's v3 row at one budget."""
     return [b8(tables, section)]
 
 
-def verdicts_v4(tables: Mapping[str, Tables], section: Section, v4: V4) -> list[Claim]:
-    """B8's v4 row: v3's checks and alternatives on the models of each budget, combined by the
-    v4 premise (:mod:`geolib.report.sweep_v4`)."""
+def verdicts(tables: Mapping[str, Tables], section: Section) -> list[Claim]:
+    """The chapter's claim rows: B8's v4 row, v3's checks and alternatives on the models of each
+    budget combined by the v4 premise (:mod:`geolib.report.sweep_v4`)."""
+    if section.v4 is None:
+        raise ValueError("geometry_performance.sweep_v4: missing (rules v4 of the sweep rows)")
 
     def reading(budget: str, claim: str) -> AtBudget:
         t = tables[budget]
@@ -667,4 +601,4 @@ def verdicts_v4(tables: Mapping[str, Tables], section: Section, v4: V4) -> list[
         premise = w_premise(t.study, section.w_premise, tokens_per_param(t.forgetting))
         return AtBudget(budget, premise, status, key, alts)
 
-    return sweep_v4.verdicts_v4(lambda b: verdicts(tables[b], section), reading, v4)
+    return sweep_v4.verdicts_v4(lambda b: budget_verdicts(tables[b], section), reading, section.v4)

@@ -27,16 +27,16 @@ import pandas as pd
 from geolib.measure import validate as check
 from geolib.measure.stats import count_excluding, proportion_ci, share_over_models
 from geolib.report.chapters.common import V3Section, read_tables, run_columns, v3_claim
+from geolib.report.chapters.interface import read_with_losses
 from geolib.report.claims import Claim
+from geolib.report.learners import Learners, learners_of_runs
 from geolib.report.markup import sentence
 from geolib.report.rules import (
     NOT_RUN,
-    Learners,
     Verdict,
     combine_statuses,
     deciding_check,
     given_premise,
-    learners_of_runs,
     premise_fails,
     rule_from_params,
     rule_with,
@@ -96,6 +96,14 @@ class Tables:
 def load_tables(out_dir: str | Path, losses: str | Path) -> Tables:
     """The tables the analysis stage wrote in ``out_dir``, and the loss table at ``losses``."""
     return read_tables(Tables, out_dir, losses, "states.csv", "rows.csv", "fits.csv")
+
+
+def read(
+    params_path: str | Path, overrides: Mapping[str, Any] | None = None
+) -> tuple[Section, Tables]:
+    """A1's section (``overrides`` applied), the frequency-collapse stage's tables and the loss
+    table that says who learned (:mod:`geolib.report.chapters.interface`)."""
+    return read_with_losses(params_path, CHAPTER, overrides, Section, load_tables)
 
 
 # ---------------------------------------------------------------------------------------------

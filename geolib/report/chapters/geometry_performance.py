@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,18 +33,17 @@ from geolib.measure.stats import (
 from geolib.report import sweep_v4
 from geolib.report.budget_premise import AtBudget
 from geolib.report.claims import Claim
+from geolib.report.learners import Learners
 from geolib.report.rules import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
     NOT_RUN,
     REPRODUCED,
-    Learners,
     Verdict,
     given_premise,
     rule_from_params,
 )
 from geolib.report.sweep_chapters import (
-    ChapterTables,
     Checks,
     Decision,
     SweepSection,
@@ -51,13 +51,17 @@ from geolib.report.sweep_chapters import (
     combined,
     decide_interval,
     enough_per_size,
-    excluding,
-    excluding_words,
     learned,
     premised,
     settled,
     sweep_claim,
     varies_among,
+)
+from geolib.report.sweep_tables import (
+    ChapterTables,
+    excluding,
+    excluding_words,
+    read_budgets,
 )
 from geolib.report.sweep_v4 import V4, at_budget, b1_added_power
 
@@ -91,7 +95,7 @@ class Section(SweepSection):
 @dataclass(frozen=True)
 class Tables(ChapterTables):
     """The sweep's tables (``data/results/geometry_performance``) and the unigram entropy of the
-    training split (:class:`~geolib.report.sweep_chapters.ChapterTables`), with the Spearman
+    training split (:class:`~geolib.report.sweep_tables.ChapterTables`), with the Spearman
     matrices of the W and H metrics over models (for the figure)."""
 
     w_correlations: pd.DataFrame
@@ -104,6 +108,15 @@ def load_tables(section: Section, points: Sequence[str]) -> Tables:
     folder = shared["sweep"].folder
     corr = {k: pd.read_csv(folder / f"{k}_correlations.csv", index_col=0) for k in ("w", "h")}
     return Tables(**shared, w_correlations=corr["w"], h_correlations=corr["h"])
+
+
+def read(
+    params_path: str | Path, overrides: Mapping[str, Any] | None = None
+) -> tuple[Section, dict[str, Tables]]:
+    """B1, B2 and B7's section (the shared ``geometry_performance``, ``overrides`` applied;
+    rules v4 with it) and the sweep's tables at each token budget
+    (:mod:`geolib.report.chapters.interface`)."""
+    return read_budgets(params_path, CHAPTER, overrides, Section, load_tables)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -460,7 +473,7 @@ RULE_WORDS = {
 }
 
 
-def verdicts(tables: Tables, section: Section) -> list[Claim]:
+def budget_verdicts(tables: Tables, section: Section) -> list[Claim]:
     """The chapter's claim rows (B1, B2, B7): each v3 verdict with its alternatives, and the v1
     and v2 verdicts beside it."""
     v1 = v1_checks(tables, section)
@@ -537,9 +550,10 @@ def b1_v4(
     return verdict, key
 
 
-def verdicts_v4(tables: Mapping[str, Tables], section: Section, v4: V4) -> list[Claim]:
+def verdicts(tables: Mapping[str, Tables], section: Section) -> list[Claim]:
     """The chapter's v4 rows (B1, B2, B7): each claim's v3 rule (B1: v4's added power, v3's rule
     an alternative) on the models of each budget, combined by the v4 premise."""
+    v4 = section.v4_rules()
     columns = {b: set(t.sweep.models.columns) for b, t in tables.items()}
 
     def reading(budget: str, claim: str) -> AtBudget:
@@ -562,4 +576,6 @@ def verdicts_v4(tables: Mapping[str, Tables], section: Section, v4: V4) -> list[
         f"leave-one-out ΔR² of adding erank W to ID loss ~ {' + '.join(v4.b1['factors'])} "
         f"(one-hot), {b1_rule}"
     }
-    return sweep_v4.verdicts_v4(lambda b: verdicts(tables[b], section), reading, v4, rules=rules)
+    return sweep_v4.verdicts_v4(
+        lambda b: budget_verdicts(tables[b], section), reading, v4, rules=rules
+    )

@@ -1,18 +1,18 @@
 """Gradient energy in tangent subspaces (claims A4, A6, A7): the chapter's verdicts.
 
 Rules v3 (``params.yaml``: ``gradient_energy.a4_v3``, ``a6_v3``, ``a7_v3`` and their ``*_rule_v3``)
-take the **trained model** as the unit: every key number is computed per model from the tables
-of the analysis stage (:mod:`geolib.experiments.gradient_energy`) and its interval is over
-models, bounded where the number is a share. A model enters only if it learned (its final loss
-``verdicts.learned_margin`` nats below the unigram entropy); "early" is a declared share of each
-model's training steps. The v1 and v2 verdicts (from the stage's ``summary.json``) stay on
-each row beside v3. The released model's A4 row describes what one final checkpoint can speak
-to; it is never combined into A4's status.
+take the **trained model** as the unit: every key number is computed per model
+(:mod:`~geolib.report.chapters.energy_per_model`, from the tables of the analysis stage
+:mod:`geolib.experiments.gradient_energy`) and its interval is over models, bounded where the
+number is a share. A model enters only if it learned (its final loss ``verdicts.learned_margin``
+nats below the unigram entropy); "early" is a declared share of each model's training steps.
+The v1 and v2 verdicts (from the stage's ``summary.json``) stay on each row beside v3. The
+released model's A4 row describes what one final checkpoint can speak to; it is never combined
+into A4's status.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -22,8 +22,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from geolib.config import stage_params
 from geolib.measure import validate as check
-from geolib.measure.energy_counts import REFIT, a4_released_count
+from geolib.measure.energy_counts import a4_released_count
 from geolib.measure.stats import (
     count_excluding,
     mean_ci,
@@ -31,17 +32,31 @@ from geolib.measure.stats import (
     share_over_models,
     t_quantile,
 )
+from geolib.report.chapters.energy_per_model import (
+    Tables,
+    a4_per_model,
+    a6_per_model,
+    a7_per_model,
+    blocks,
+    bracket_words,
+    decoders,
+    first_after,
+    learned_models,
+    load_tables,
+    margins_words,
+    measured_ranks,
+    on_steps,
+)
+from geolib.report.chapters.interface import own_sections
 from geolib.report.claims import AFTER_DATA, DESCRIPTION, Claim, Confirmation, scale_of_runs
 from geolib.report.markup import words
-from geolib.report.peak_timing import PER_MODEL, bracket, warmup_alternative
+from geolib.report.peak_timing import PER_MODEL, warmup_alternative
 from geolib.report.rules import (
     INCONCLUSIVE,
     NOT_RUN,
-    Learners,
     Verdict,
     deciding_check,
     given_premise,
-    learners_of_runs,
     premise_fails,
     robustness,
     rule_from_params,
@@ -53,7 +68,7 @@ CHAPTER = "gradient_energy"
 
 
 # ---------------------------------------------------------------------------------------------
-# Parameters and tables
+# Parameters
 # ---------------------------------------------------------------------------------------------
 
 
@@ -99,6 +114,19 @@ class Section:
         )
 
 
+def read(
+    params_path: str | Path, overrides: Mapping[str, Any] | None = None
+) -> tuple[Section, Tables]:
+    """This chapter's section (``overrides`` applied) and the tables it decides on
+    (:mod:`geolib.report.chapters.interface`); A7's warm-up alternative's tables come from its
+    own stage (``warmup_gradient_energy``) where it has run."""
+    p, pv = own_sections(params_path, CHAPTER, overrides)
+    warmup = Path(stage_params(params_path, "warmup_gradient_energy")["out_dir"])
+    return Section.from_params(p, pv), load_tables(
+        p["out_dir"], warmup if warmup.is_dir() else None
+    )
+
+
 def _steps(steps: Any) -> tuple[int, ...] | None:
     """``verdict_steps`` checked: distinct non-negative steps, or ``None`` (every step)."""
     if steps is None:
@@ -110,20 +138,6 @@ def _steps(steps: Any) -> tuple[int, ...] | None:
     if len(set(steps)) != len(steps):
         raise ValueError(f"gradient_energy.verdict_steps repeats a step: {steps}")
     return tuple(sorted(steps))
-
-
-def on_steps(tables: Tables, steps: tuple[int, ...] | None) -> Tables:
-    """``tables`` with only the checkpoints at ``steps`` (``None``: all of them): what A4's
-    units and A6's matched progress read (``gradient_energy.verdict_steps``)."""
-    if steps is None:
-        return tables
-    keep = set(steps)
-    return Tables(
-        tables.r_energy[tables.r_energy["step"].isin(keep)],
-        tables.losses[tables.losses["step"].isin(keep)],
-        tables.summary,
-        tables.warmup,
-    )
 
 
 def _warmup_params(p: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
@@ -139,240 +153,9 @@ def _warmup_params(p: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     return p
 
 
-@dataclass(frozen=True)
-class Tables:
-    """The stage's tables: ``r_energy`` (one row per run, step, layer, k, source of T),
-    ``losses`` (evaluation loss and unigram entropy per run and step), ``summary`` (the
-    stage's ``summary.json``: runs with family, seed and size; the v1/v2 counts), and
-    ``warmup``: the same tables of A7's warm-up alternative (``None``: not measured)."""
-
-    r_energy: pd.DataFrame
-    losses: pd.DataFrame
-    summary: Mapping[str, Any]
-    warmup: Tables | None = None
-
-    def model(self, run: str) -> str:
-        return Path(run).name
-
-    def family(self, run: str) -> str:
-        return str(self.summary["runs"][run]["family"])
-
-
-def load_tables(out_dir: str | Path, warmup_dir: str | Path | None = None) -> Tables:
-    """The tables :mod:`geolib.experiments.gradient_energy` wrote in ``out_dir`` (and, with
-    ``warmup_dir``, those of A7's warm-up alternative)."""
-    out = Path(out_dir)
-    return Tables(
-        pd.read_csv(out / "r_energy.csv"),
-        pd.read_csv(out / "losses.csv"),
-        json.loads((out / "summary.json").read_text()),
-        load_tables(warmup_dir) if warmup_dir is not None else None,
-    )
-
-
-# ---------------------------------------------------------------------------------------------
-# Per-model numbers
-# ---------------------------------------------------------------------------------------------
-
-
-def learned_models(tables: Tables, margin: float) -> Learners:
-    """Which of the stage's runs learned (:func:`geolib.report.rules.learners_of_runs`)."""
-    return learners_of_runs(list(tables.summary["runs"]), tables.losses, margin)
-
-
-def _learned_steps(losses: pd.DataFrame, run: str, margin: float) -> set[int]:
-    g = losses[losses["run"] == run]
-    return {int(s) for s in g.loc[g["eval_loss"] <= g["unigram_entropy"] - margin, "step"]}
-
-
-def _blocks(r: pd.DataFrame, k: int, source: str = REFIT) -> pd.DataFrame:
-    return r[(r["layer"] != "embed") & (r["k"] == k) & (r["source"] == source)]
-
-
-def a4_per_model(
-    tables: Tables,
-    runs: list[str],
-    *,
-    k: int,
-    early_share: float,
-    margin: float,
-    r_bar: float,
-    no_effect: float,
-    bound: str = "ci_low",
-) -> pd.DataFrame:
-    """A4 v3's count per model: its units are block layers × learned early checkpoints
-    (1 <= step <= early_share × final step, loss ``margin`` below the unigram entropy) at rank
-    ``k``, T refitted, whose ceiling reaches ``r_bar``; ``hits``: units whose ``bound`` is above
-    ``r_bar``; ``effect``: units whose lower bound is above ``no_effect`` (R >> 1);
-    ``step0_hits`` of ``step0_units``: the same count on the untrained network (step 0)."""
-    if bound not in ("ci_low", "r_energy"):
-        raise ValueError(f"bound must be 'ci_low' or 'r_energy', got {bound!r}")
-    rows = []
-    blocks = _blocks(tables.r_energy, k)
-    for run in runs:
-        g = blocks[blocks["run"] == run]
-        if g.empty:
-            raise ValueError(f"no rank-{k} rows for {run}")
-        final = int(g["step"].max())
-        early = {s for s in _learned_steps(tables.losses, run, margin) if 1 <= s}
-        early = {s for s in early if s <= early_share * final}
-        units = g[g["step"].isin(early) & (g["ceiling"] >= r_bar)]
-        step0 = g[(g["step"] == 0) & (g["ceiling"] >= r_bar)]
-        rows.append(
-            {
-                "run": run,
-                "model": tables.model(run),
-                "family": tables.family(run),
-                "steps": ", ".join(str(s) for s in sorted(units["step"].unique())),
-                "units": len(units),
-                "hits": int((units[bound] > r_bar).sum()),
-                "effect": int((units["ci_low"] > no_effect).sum()),
-                "step0_units": len(step0),
-                "step0_hits": int((step0["ci_low"] > r_bar).sum()),
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-def a6_per_model(tables: Tables, runs: list[str], *, k: int, progress: float) -> pd.DataFrame:
-    """A6 v3's value per model at matched learning progress: the first checkpoint where the
-    model has made ``progress`` of its loss drop from step 0 to its final step, and there the
-    median over block layers of log R_energy (rank ``k``, T refitted)."""
-    progress = check.scalar("progress", progress, low=0.0, strict=True)
-    if progress > 1:
-        raise ValueError(f"progress must be in (0, 1], got {progress}")
-    blocks = _blocks(tables.r_energy, k)
-    rows = []
-    for run in runs:
-        lo = tables.losses[tables.losses["run"] == run].sort_values("step")
-        first, last = float(lo["eval_loss"].iloc[0]), float(lo["eval_loss"].iloc[-1])
-        drop = (first - lo["eval_loss"]) / (first - last) if first > last else lo["step"] * 0.0
-        reached = lo.loc[drop >= progress - 1e-12, "step"]
-        step = int(reached.iloc[0]) if len(reached) else int(lo["step"].iloc[-1])
-        at = blocks[(blocks["run"] == run) & (blocks["step"] == step)]
-        rows.append(
-            {
-                "run": run,
-                "model": tables.model(run),
-                "family": tables.family(run),
-                "decoder": bool(at["decoder"].iloc[0]) if len(at) else None,
-                "step": step,
-                "log_r": float(np.median(np.log(at["r_energy"]))) if len(at) else math.nan,
-            }
-        )
-    return pd.DataFrame(rows, columns=["run", "model", "family", "decoder", "step", "log_r"])
-
-
-def a6_per_step(tables: Tables, runs: list[str], *, k: int) -> pd.DataFrame:
-    """v2's kind of number step by step, for learned models: the decoders' median R_energy over
-    the encoders' at each checkpoint both have (block layers, rank ``k``, T refitted)."""
-    b = _blocks(tables.r_energy, k)
-    b = b[b["run"].isin(runs) & (b["step"] >= 1)]
-    med = b.groupby(["decoder", "step"])["r_energy"].median().unstack(0)
-    if True not in med or False not in med:
-        return pd.DataFrame(columns=["step", "decoders", "encoders", "ratio"])
-    both = med.dropna()
-    return pd.DataFrame(
-        {
-            "step": both.index.astype(int),
-            "decoders": both[True].to_numpy(),
-            "encoders": both[False].to_numpy(),
-            "ratio": (both[True] / both[False]).to_numpy(),
-        }
-    )
-
-
-def a7_per_model(
-    tables: Tables,
-    runs: list[str],
-    *,
-    k: int,
-    early_share: float,
-    margin: float,
-    frozen_sources: list[int],
-    after_warmup: float = 0.0,
-    warmup_steps: int = 0,
-    null_source: int | None = None,
-) -> pd.DataFrame:
-    """A7 v3 per model: where the median over block layers of the refitted R_energy peaks
-    (steps > ``after_warmup`` × ``warmup_steps``, and >= 1) and the searched checkpoints on
-    each side of it (:func:`~geolib.report.peak_timing.bracket`), the first checkpoint at which
-    the model has learned (``learned_step``; NaN: never), whether the peak is in the first
-    ``early_share`` of training, the peak-to-final ratio with conservative bounds (peak low /
-    final high, peak high / final low; medians over layers), and, at the final checkpoint, the
-    difference of median log R_energy between T frozen at the first learned source step within
-    the early phase and T frozen at the null: the last source step not yet learned (or
-    ``null_source``)."""
-    blocks = _blocks(tables.r_energy, k)
-    rows = []
-    for run in runs:
-        g = blocks[blocks["run"] == run]
-        final = int(g["step"].max())
-        window = g[(g["step"] >= 1) & (g["step"] > after_warmup * warmup_steps)]
-        if window.empty:  # no checkpoint to search (a run shorter than the warm-up asked for)
-            continue
-        curve = window.groupby("step")["r_energy"].median()
-        peak = int(curve.idxmax())
-        around = bracket(curve.index, peak)
-        at_peak = g[g["step"] == peak].set_index("layer")
-        at_end = g[g["step"] == final].set_index("layer").loc[at_peak.index]
-        ratio = float(np.median(at_peak["r_energy"] / at_end["r_energy"]))
-        low = float(np.median(at_peak["ci_low"] / at_end["ci_high"]))
-        high = float(np.median(at_peak["ci_high"] / at_end["ci_low"]))
-        learned = _learned_steps(tables.losses, run, margin)
-        first_learned = min((t for t in learned if t >= 1), default=None)
-        early = early_share * final
-        post = [s for s in sorted(frozen_sources) if s in learned and s <= early]
-        pre = [s for s in sorted(frozen_sources) if s not in learned and s < final]
-        pre_s = null_source if null_source is not None else (pre[-1] if pre else None)
-        post_s = post[0] if post else None
-        ends = {}
-        for s in {pre_s, post_s} - {None}:
-            f = _blocks(tables.r_energy, k, f"step-{s}")
-            f = f[(f["run"] == run) & (f["step"] == final)]
-            ends[s] = float(np.median(np.log(f["r_energy"]))) if len(f) else math.nan
-        diff = math.nan
-        if pre_s is not None and post_s is not None and post_s != pre_s:
-            diff = ends[post_s] - ends[pre_s]
-        rows.append(
-            {
-                "run": run,
-                "model": tables.model(run),
-                "family": tables.family(run),
-                "seed": tables.summary["runs"][run].get("seed"),
-                "peak_step": peak,
-                "before_peak": around.before,
-                "after_peak": around.after,
-                "bracketed": around.bracketed,
-                "learned_step": first_learned if first_learned is not None else math.nan,
-                "final_step": final,
-                "peak_early": peak <= early,
-                "peak_over_final": ratio,
-                "ratio_low": low,
-                "ratio_high": high,
-                "strongest_early": bool(peak <= early and low > 1.0),
-                "null_source": pre_s,
-                "early_source": post_s,
-                "null_end_r": math.exp(ends[pre_s]) if pre_s is not None else math.nan,
-                "early_end_r": math.exp(ends[post_s]) if post_s is not None else math.nan,
-                "end_log_r_gain": diff,
-            }
-        )
-    return pd.DataFrame(rows)
-
-
 # ---------------------------------------------------------------------------------------------
 # Verdicts
 # ---------------------------------------------------------------------------------------------
-
-
-def _decoders(tables: Tables, runs: tuple[str, ...]) -> list[str]:
-    dec = set(tables.r_energy.loc[tables.r_energy["decoder"].astype(bool), "run"])
-    return [r for r in runs if r in dec]
-
-
-def _ks(tables: Tables) -> set[int]:
-    return {int(v) for v in tables.r_energy["k"].unique()}
 
 
 @dataclass(frozen=True)
@@ -396,8 +179,8 @@ def a4_v3(tables: Tables, section: Section, change: Mapping[str, Any] | None = N
     k = int(change.get("k", section.key_rank))
     rule = rule_with(section.raw["a4_rule_v3"], change)
     lv = learned_models(tables, section.learned_margin)
-    runs = _decoders(tables, lv.kept)
-    if k not in _ks(tables):
+    runs = decoders(tables, lv.kept)
+    if k not in measured_ranks(tables):
         return Outcome(Verdict(NOT_RUN, rule.describe(), f"rank {k} not measured"), "", None, {})
     per = a4_per_model(
         tables,
@@ -446,7 +229,7 @@ def a6_v3(tables: Tables, section: Section, change: Mapping[str, Any] | None = N
     k = int(change.get("k", section.key_rank))
     progress = float(change.get("progress", section.a6["progress"]))
     rule = rule_with(section.raw["a6_rule_v3"], change)
-    if k not in _ks(tables):
+    if k not in measured_ranks(tables):
         return Outcome(Verdict(NOT_RUN, rule.describe(), f"rank {k} not measured"), "", None, {})
     lv = learned_models(tables, section.learned_margin)
     per = a6_per_model(tables, list(lv.kept), k=k, progress=progress)
@@ -467,16 +250,6 @@ def a6_v3(tables: Tables, section: Section, change: Mapping[str, Any] | None = N
         f"[{ratio[1]:.3g}, {ratio[2]:.3g}] (Welch over {dec.size} + {enc.size} learned models)"
     )
     return Outcome(v, key, per, {}, f"{v.reason}. {lv.words()}. {margins_words(tables)}.")
-
-
-def margins_words(tables: Tables) -> str:
-    """Every run's final margin below the unigram entropy (nats), encoders and decoders, e.g.
-    ``"Final loss below the unigram entropy (nats): pythia 1.21, bert 0.61"``."""
-    last = tables.losses.loc[tables.losses.groupby("run", sort=False)["step"].idxmax()]
-    below = last["unigram_entropy"] - last["eval_loss"]
-    return "Final loss below the unigram entropy (nats): " + ", ".join(
-        f"{tables.model(r)} {m:.3g}" for r, m in zip(last["run"], below, strict=True)
-    )
 
 
 def welch(a: np.ndarray, b: np.ndarray, level: float) -> tuple[float, float, float]:
@@ -500,10 +273,10 @@ def a7_v3(tables: Tables, section: Section, change: Mapping[str, Any] | None = N
     k = int(change.get("k", section.key_rank))
     rule = rule_with(section.raw["a7_rule_v3"], change)
     null_rule = rule_from_params(section.raw["a7_null_rule_v3"])
-    if k not in _ks(tables):
+    if k not in measured_ranks(tables):
         return Outcome(Verdict(NOT_RUN, rule.describe(), f"rank {k} not measured"), "", None, {})
     lv = learned_models(tables, section.learned_margin)
-    runs = _decoders(tables, lv.kept)
+    runs = decoders(tables, lv.kept)
     if not runs:
         why = f"no learned decoder ({lv.words()})"
         return Outcome(premise_fails(rule, why), why, None, {})
@@ -544,7 +317,7 @@ def a7_v3(tables: Tables, section: Section, change: Mapping[str, Any] | None = N
     )
     status, what = deciding_check([(v_early, early_words), (v_null, null_words)])
     warm = int(section.a7["warmup_steps"])
-    first_after = int((per["peak_step"] == _first_after(tables, warm)).sum())
+    at_first = int((per["peak_step"] == first_after(tables, warm)).sum())
     null = per.dropna(subset=["end_log_r_gain"])
     null_words_end = (
         "T frozen before learning (step "
@@ -561,18 +334,12 @@ def a7_v3(tables: Tables, section: Section, change: Mapping[str, Any] | None = N
     detail = (
         f"{null_words_end}strongest early: {v_early.reason}; beyond the null: {v_null.reason}. "
         f"Peak steps (the searched checkpoints before | after): {peaks}; "
-        f"{int(per['bracketed'].sum())} of {n} with a checkpoint on each side; {first_after} of "
+        f"{int(per['bracketed'].sum())} of {n} with a checkpoint on each side; {at_first} of "
         f"{n} at the first checkpoint after the {warm}-step warm-up. {alternative}"
         f"{lv.words()}."
     )
     verdict = Verdict(status, f"{rule.describe()} And: {null_rule.describe()}", what)
     return Outcome(verdict, f"{early_words}; {null_words}", per, {}, detail)
-
-
-def bracket_words(row: Any) -> str:
-    """``"64 (48 | 80)"``: a per-model row's peak step and the checkpoints around it."""
-    side = [str(int(x)) if pd.notna(x) else "none" for x in (row.before_peak, row.after_peak)]
-    return f"{int(row.peak_step)} ({side[0]} | {side[1]})"
 
 
 def warmup_per_model(tables: Tables, section: Section, per: pd.DataFrame | None, k: int) -> tuple:
@@ -617,11 +384,6 @@ def warmup_words(tables: Tables, section: Section, per: pd.DataFrame, k: int) ->
         f"Warm-up alternative ({p['family']}, declared before the runs; it does not change the "
         f"status): {alt.words}. Its peaks: {peaks or 'none'}; {lv.words()}. "
     )
-
-
-def _first_after(tables: Tables, warmup: int) -> int:
-    steps = sorted(int(s) for s in tables.r_energy["step"].unique() if s > warmup)
-    return steps[0] if steps else -1
 
 
 def with_alternatives(outcome: Outcome, decide, section_alts: Mapping[str, Mapping]) -> Outcome:
@@ -745,9 +507,9 @@ def released_row(table: pd.DataFrame, section: Section, name: str, scale: str) -
         table, k=k, threshold=float(p["r_bar"]), no_effect=float(p["no_effect"])
     )
     units = count["n_units"] + count["n_below_ceiling"]
-    blocks = _blocks(table, k)
-    effect = int((blocks["ci_low"] > float(p["no_effect"])).sum())
-    cp = proportion_ci(effect, len(blocks), section.ci_level) if len(blocks) else None
+    units_k = blocks(table, k)
+    effect = int((units_k["ci_low"] > float(p["no_effect"])).sum())
+    cp = proportion_ci(effect, len(units_k), section.ci_level) if len(units_k) else None
     rule = rule_from_params(
         {
             "rule": "threshold",
@@ -758,7 +520,7 @@ def released_row(table: pd.DataFrame, section: Section, name: str, scale: str) -
     )
     v = rule.decide(cp.fraction, cp.low, cp.high) if cp else None
     key = (
-        f"R_energy's lower bound above {float(p['no_effect']):g} in {effect} of {len(blocks)} "
+        f"R_energy's lower bound above {float(p['no_effect']):g} in {effect} of {len(units_k)} "
         f"block layer x domain units of {name} (k={k}), share {cp.fraction:.3g} [{cp.low:.3g}, "
         f"{cp.high:.3g}]; above {float(p['r_bar']):g} in {count['successes']} of {units}"
         if cp
@@ -774,7 +536,7 @@ def released_row(table: pd.DataFrame, section: Section, name: str, scale: str) -
         anchor="verdict-a4-released",
         rule=v.rule if v else "",
         evidence=DESCRIPTION,
-        unit=f"block layer x corpus domain of one model (n = {len(blocks)})",
+        unit=f"block layer x corpus domain of one model (n = {len(units_k)})",
         scale=scale,
         decided=AFTER_DATA,
     )

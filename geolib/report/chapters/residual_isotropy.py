@@ -30,16 +30,16 @@ from geolib.report.chapters.common import (
     run_columns,
     v3_claim,
 )
+from geolib.report.chapters.interface import read_with_losses
 from geolib.report.claims import Claim
+from geolib.report.learners import Learners, learners_of_runs
 from geolib.report.markup import sentence, words
 from geolib.report.rules import (
     INCONCLUSIVE,
     NOT_RUN,
-    Learners,
     Verdict,
     combine_statuses,
     given_premise,
-    learners_of_runs,
     rule_from_params,
 )
 
@@ -103,6 +103,14 @@ class Tables:
 def load_tables(out_dir: str | Path, losses: str | Path) -> Tables:
     """The tables the analysis stage wrote in ``out_dir``, and the loss table at ``losses``."""
     return read_tables(Tables, out_dir, losses, "residual_isotropy.csv")
+
+
+def read(
+    params_path: str | Path, overrides: Mapping[str, Any] | None = None
+) -> tuple[Section, Tables]:
+    """A5's section (``overrides`` applied) with the residual-isotropy stage's table and the
+    loss table that says who learned (:mod:`geolib.report.chapters.interface`)."""
+    return read_with_losses(params_path, CHAPTER, overrides, Section, load_tables)
 
 
 # ---------------------------------------------------------------------------------------------

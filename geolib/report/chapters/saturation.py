@@ -4,7 +4,7 @@ blocks trained long.
 Paper B: "Pythia models (parallel blocks) show late-training degradation together with rank
 collapse; OLMo-style models (sequential blocks) trained the same way reach very low rank
 without degrading". The unit is a matched (width, seed) pair of runs that differ only in the
-block layout; it enters only if both runs learned (:func:`geolib.report.rules.learners`). A run
+block layout; it enters only if both runs learned (:func:`geolib.report.learners.learners`). A run
 *degrades* when its final ID loss lies above that of its best late checkpoint (the interval of
 the difference above 0; the point estimate as a declared alternative).
 
@@ -29,22 +29,18 @@ import pandas as pd
 
 from geolib.measure import validate as check
 from geolib.measure.stats import count_excluding, proportion_ci
+from geolib.report.chapters.interface import own_sections
 from geolib.report.claims import AFTER_DATA, Claim, scale_of_runs
+from geolib.report.learners import Learners, learners
 from geolib.report.markup import words
-from geolib.report.rules import (
-    Learners,
-    Verdict,
-    given_premise,
-    learners,
-    robustness,
-    rule_from_params,
-    seeds_agreeing,
-)
+from geolib.report.rules import Verdict, given_premise, robustness, rule_from_params, seeds_agreeing
 from geolib.report.sweep_chapters import (
     V3Terms,
     mapping,
     rule_spec,
     share_text,
+)
+from geolib.report.sweep_tables import (
     unigram_entropy,
 )
 
@@ -161,6 +157,16 @@ def load_tables(folder: str | Path, unigram_counts: str | Path) -> Tables:
         summary=json.loads((folder / "summary.json").read_text()),
         unigram_entropy=unigram_entropy(unigram_counts),
     )
+
+
+def read(
+    params_path: str | Path, overrides: Mapping[str, Any] | None = None
+) -> tuple[Section, Tables]:
+    """This chapter's section (``overrides`` applied) and the tables it decides on
+    (:mod:`geolib.report.chapters.interface`)."""
+    p, pv = own_sections(params_path, CHAPTER, overrides)
+    section = Section.from_params(p, pv)
+    return section, load_tables(p["out_dir"], section.unigram_counts)
 
 
 def learned(tables: Tables, section: Section) -> Learners:

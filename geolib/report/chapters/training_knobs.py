@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,15 +25,9 @@ from geolib.measure.stats import proportion_ci
 from geolib.report import sweep_v4
 from geolib.report.budget_premise import AtBudget
 from geolib.report.claims import Claim
-from geolib.report.rules import (
-    INCONCLUSIVE,
-    NOT_RUN,
-    Learners,
-    Verdict,
-    rule_from_params,
-)
+from geolib.report.learners import Learners
+from geolib.report.rules import INCONCLUSIVE, NOT_RUN, Verdict, rule_from_params
 from geolib.report.sweep_chapters import (
-    ChapterTables,
     Checks,
     Decision,
     SweepSection,
@@ -41,8 +36,6 @@ from geolib.report.sweep_chapters import (
     combined,
     compared_models,
     decide_interval,
-    excluding,
-    excluding_words,
     learned,
     premised,
     seed_sd_interval,
@@ -51,7 +44,13 @@ from geolib.report.sweep_chapters import (
     sweep_claim,
     words,
 )
-from geolib.report.sweep_v4 import V4, at_budget
+from geolib.report.sweep_tables import (
+    ChapterTables,
+    excluding,
+    excluding_words,
+    read_budgets,
+)
+from geolib.report.sweep_v4 import at_budget
 
 CHAPTER = "training_knobs"
 #: the MyST target of each claim's verdict cell in the chapter
@@ -105,6 +104,15 @@ Tables = ChapterTables
 def load_tables(section: Section, points: Sequence[str]) -> Tables:
     """Read the tables from where the analysis stage wrote them (``points``: the sweep's)."""
     return Tables(**section.chapter_tables(points))
+
+
+def read(
+    params_path: str | Path, overrides: Mapping[str, Any] | None = None
+) -> tuple[Section, dict[str, Tables]]:
+    """B3-B5's section (the shared ``geometry_performance`` with B3-B5's v3 mappings,
+    ``overrides`` applied; rules v4 with it) and the sweep's tables at each token budget
+    (:mod:`geolib.report.chapters.interface`)."""
+    return read_budgets(params_path, CHAPTER, overrides, Section, load_tables)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -365,7 +373,7 @@ def alternatives(tables: Tables, section: Section, claim: str) -> dict[str, str]
     return out
 
 
-def verdicts(tables: Tables, section: Section) -> list[Claim]:
+def budget_verdicts(tables: Tables, section: Section) -> list[Claim]:
     """The chapter's claim rows (B3, B4, B5): each v3 verdict with its alternatives, and the v1
     and v2 verdicts beside it."""
     v1 = v1_checks(tables, section)
@@ -412,9 +420,10 @@ def verdicts(tables: Tables, section: Section) -> list[Claim]:
     return rows
 
 
-def verdicts_v4(tables: Mapping[str, Tables], section: Section, v4: V4) -> list[Claim]:
+def verdicts(tables: Mapping[str, Tables], section: Section) -> list[Claim]:
     """The chapter's v4 rows (B3, B4, B5): each claim's v3 rule and alternatives on the models
     of each budget, combined by the v4 premise (:mod:`geolib.report.sweep_v4`)."""
+    v4 = section.v4_rules()
 
     def reading(budget: str, claim: str) -> AtBudget:
         t = tables[budget]
@@ -422,4 +431,4 @@ def verdicts_v4(tables: Mapping[str, Tables], section: Section, v4: V4) -> list[
         alts = alternatives(t, section, claim)
         return at_budget(budget, settled(t, section), d.verdict, d.key_number, alts)
 
-    return sweep_v4.verdicts_v4(lambda b: verdicts(tables[b], section), reading, v4)
+    return sweep_v4.verdicts_v4(lambda b: budget_verdicts(tables[b], section), reading, v4)

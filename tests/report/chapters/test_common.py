@@ -13,7 +13,8 @@ import pytest
 from geolib.report import markup
 from geolib.report.chapters import common
 from geolib.report.claims import AFTER_DATA
-from geolib.report.rules import PARTLY, REPRODUCED, Learners, Verdict
+from geolib.report.learners import Learners
+from geolib.report.rules import PARTLY, REPRODUCED, Verdict
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -7,6 +7,7 @@ import dataclasses
 import json
 import math
 import re
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -15,6 +16,7 @@ from scipy import stats as sps
 
 from geolib.config import load_params
 from geolib.report.chapters import forgetting_quantization as fq
+from geolib.report.chapters import outcome_association as oa
 from geolib.report.claims import PROSPECTIVE
 from geolib.report.rules import INCONCLUSIVE, NOT_REPRODUCED, PARTLY, REPRODUCED
 from geolib.report.settled_premise import RULE_WORDS as PREMISE_RULE
@@ -234,7 +236,7 @@ def test_spread_against_closed_forms():
         }
     )
     f["y_ci_low"], f["y_ci_high"] = f["y"] - 1.96, f["y"] + 1.96  # one standard error of 1
-    sp = fq.spread(f, "y", within=True, level=0.95)
+    sp = oa.spread(f, "y", within=True, level=0.95)
     s_dev = np.array([1.0, 1.2, 2.0]) - 4.2 / 3
     within = math.sqrt((float(s_dev @ s_dev) + 2.0) / (6 - 2))  # M: deviations -1, 0, 1
     assert sp["spread_sd"] == pytest.approx(within)
@@ -242,13 +244,13 @@ def test_spread_against_closed_forms():
     assert sp["measurement_se"] == pytest.approx(1.96 / sps.norm.ppf(0.975), rel=1e-9)
     assert sp["noise"] == pytest.approx(sp["measurement_se"])  # the larger of the two
     assert sp["ratio"] == pytest.approx(within / sp["measurement_se"])
-    across = fq.spread(f, "y", within=False, level=0.95)["spread_sd"]
+    across = oa.spread(f, "y", within=False, level=0.95)["spread_sd"]
     assert across == pytest.approx(float(np.std(f["y"], ddof=1)))
 
 
 def test_association_matches_independent_computations():
     f = models(12, kind="mixed", seed=3)
-    a = fq.association(f, "forgetting", n_boot=200)
+    a = oa.association(f, "forgetting", n_boot=200)
     centred = f.groupby("size")[["w_erank", "forgetting", "loss_id_test"]].transform(
         lambda v: v - v.mean()
     )
@@ -266,7 +268,7 @@ def test_association_matches_independent_computations():
     expected = np.corrcoef(resid(f["w_erank"]), resid(f["forgetting"]))[0, 1]
     assert a.partial.value == pytest.approx(expected)
     assert all(iv.method in ("bca", "percentile") and iv.n == len(f) for iv in a.intervals())
-    few = fq.association(f.iloc[:3], "forgetting", n_boot=200)
+    few = oa.association(f.iloc[:3], "forgetting", n_boot=200)
     assert all(math.isnan(iv.value) for iv in few.intervals()) and few.n == 3
 
 
@@ -287,7 +289,7 @@ def test_v3_reproduced_when_loss_explains_the_outcome(params):
     s, t = section(params), tables(models(60, kind="loss"))
     checks = fq.b8_checks(t, s)
     assert statuses(checks) == [REPRODUCED] * 6  # 3 outcomes x (no prediction, gap)
-    a = fq.association(fq._kept(t.forgetting, fq.learned(t, s)), "forgetting", n_boot=200)
+    a = oa.association(fq._kept(t.forgetting, fq.learned(t, s)), "forgetting", n_boot=200)
     assert -0.4 <= a.partial.low and a.partial.high <= 0.4 and a.gap.low > 0
 
 
@@ -299,7 +301,7 @@ def test_v3_not_reproduced_when_rank_predicts_beyond_loss(params):
 
 def test_v3_inconclusive_when_the_interval_straddles_the_band(params):
     s, t = section(params), tables(models(8, kind="mixed", seed=0, noise=0.05))
-    a = fq.association(t.forgetting, "forgetting", n_boot=200)
+    a = oa.association(t.forgetting, "forgetting", n_boot=200)
     assert a.partial.low < 0.4 < a.partial.high  # the band's edge inside the interval
     assert fq.outcome_checks(t, s, t.outcomes[0])[0][0].status == INCONCLUSIVE
 
@@ -463,7 +465,7 @@ def test_v4_row_reads_b8_at_each_budget_and_keeps_v3(params):
     t, sec = tables(models(20, kind="loss")), section(params)
     v3 = fq.b8(t, sec)
     v4 = V4.from_params(params["geometry_performance"])
-    (row,) = fq.verdicts_v4({"D": t, "2D": t}, sec, v4)
+    (row,) = fq.verdicts({"D": t, "2D": t}, replace(sec, v4=v4))
     status, key = fq.deciding_check(fq.b8_checks(t, sec))
     assert row.rule_v3 == v3.status and row.decided == PROSPECTIVE
     assert row.key_number.startswith(f"D: {key}; 2D: {key}")

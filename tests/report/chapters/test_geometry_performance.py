@@ -19,7 +19,9 @@ from geolib.report.rules import (
     PARTLY,
     REPRODUCED,
 )
-from geolib.report.sweep_chapters import SweepTables
+from geolib.report.sweep_tables import (
+    SweepTables,
+)
 from tests.report.chapters.sweep_params import SHARED, rule_params, study
 
 ENTROPY = 6.0  # every loss below 5.75 learned (margin 0.25)
@@ -347,7 +349,7 @@ def _v1_v2_tables() -> dict:
 
 def test_verdicts_rows_keep_v1_and_v2_beside_v3():
     models = _b7_models(60).assign(w_erank_per_width=lambda t: t.w_erank / 64)
-    rows = {c.claim_id: c for c in gp.verdicts(_tables(models, **_v1_v2_tables()), SEC)}
+    rows = {c.claim_id: c for c in gp.budget_verdicts(_tables(models, **_v1_v2_tables()), SEC)}
     assert list(rows) == ["B1", "B2", "B7"]
     b1 = rows["B1"]
     assert (b1.rule_v1, b1.rule_v2) == (REPRODUCED, NOT_REPRODUCED)
@@ -372,7 +374,7 @@ def test_verdicts_rows_keep_v1_and_v2_beside_v3():
 def test_every_row_is_inconclusive_where_w_has_not_settled_and_shows_the_turn_alone():
     models = _b7_models(60).assign(w_erank_per_width=lambda t: t.w_erank / 64)
     t = _tables(models, **_v1_v2_tables(), study=study(settled_at=None))
-    rows = {c.claim_id: c for c in gp.verdicts(t, SEC)}
+    rows = {c.claim_id: c for c in gp.budget_verdicts(t, SEC)}
     b2 = rows["B2"]  # reproduced where the premise holds (above)
     assert b2.status == INCONCLUSIVE
     assert b2.key_number.endswith("(premise fails: W has not settled)")
@@ -382,7 +384,7 @@ def test_every_row_is_inconclusive_where_w_has_not_settled_and_shows_the_turn_al
     assert b2.scale.endswith("; the paper: 10^3 tokens per parameter")
     # before the turn: the alternative is inconclusive too
     early = _tables(models, **_v1_v2_tables(), study=study(settled_at=None, turn_at=10.0))
-    b2 = {c.claim_id: c for c in gp.verdicts(early, SEC)}["B2"]
+    b2 = {c.claim_id: c for c in gp.budget_verdicts(early, SEC)}["B2"]
     assert b2.key_number.endswith("(premise fails: W has not left its random start)")
     assert b2.robust == "yes"
 
@@ -455,8 +457,8 @@ def test_v4_rows_join_both_budgets_and_keep_v3():
     models = _b7_models(60).assign(w_erank_per_width=lambda t: t.w_erank / 64)
     t = _tables(models, **_v1_v2_tables())
     assert gp.settled(t, SEC).past_turn  # the fixture's study: W past its turn
-    v3 = {c.claim_id: c for c in gp.verdicts(t, SEC)}
-    rows = {c.claim_id: c for c in gp.verdicts_v4({"D": t, "2D": t}, SEC, V4)}
+    v3 = {c.claim_id: c for c in gp.budget_verdicts(t, SEC)}
+    rows = {c.claim_id: c for c in gp.verdicts({"D": t, "2D": t}, replace(SEC, v4=V4))}
     assert list(rows) == ["B1", "B2", "B7"]
     for claim, row in rows.items():
         assert row.rule_v3 == v3[claim].status and row.decided == PROSPECTIVE
@@ -466,5 +468,5 @@ def test_v4_rows_join_both_budgets_and_keep_v3():
     # the same rows on models whose rank tracks loss at 2D: B1 depends on training length
     tracking = models.assign(w_erank=models.w_erank + 50 * models.loss_id_test)
     tracking = _tables(tracking, **_v1_v2_tables())
-    b1 = gp.verdicts_v4({"D": t, "2D": tracking}, SEC, V4)[0]
+    b1 = gp.verdicts({"D": t, "2D": tracking}, replace(SEC, v4=V4))[0]
     assert b1.status == INCONCLUSIVE and "still depends on training length" in b1.key_number

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from geolib.report.chapters import energy_per_model as em
 from geolib.report.chapters import gradient_energy as ge
 from geolib.report.rules import INCONCLUSIVE, NOT_REPRODUCED, PARTLY, REPRODUCED
 
@@ -80,7 +81,7 @@ def tables(models: dict[str, dict], layers=("block1", "block2"), ks=(2, 4, 8)):
                             }
                         )
     summary = {"runs": runs}
-    return ge.Tables(pd.DataFrame(rows), pd.DataFrame(losses), summary)
+    return em.Tables(pd.DataFrame(rows), pd.DataFrame(losses), summary)
 
 
 def const(value):
@@ -96,7 +97,7 @@ def decoders(r, n=3, **kw):
 
 def test_a4_units_are_learned_early_checkpoints_and_the_share_is_over_models():
     t = tables(decoders(const(30.0)))
-    per = ge.a4_per_model(
+    per = em.a4_per_model(
         t, list(t.summary["runs"]), k=4, early_share=0.3, margin=0.25, r_bar=10, no_effect=1
     )
     # learned (loss <= 6.75) and early (<= 300): steps 16, 64, 128, 256; two block layers
@@ -118,8 +119,8 @@ def test_a4_and_a6_read_the_declared_verdict_steps_and_every_step_as_an_alternat
     assert "dec-s0 4/4" in out.detail  # two steps x two block layers
     every = ge.a4_v3(t, section(verdict_steps=steps), {"steps": "all"})
     assert "dec-s0 8/8" in every.detail
-    assert ge.on_steps(t, None) is t
-    assert set(ge.on_steps(t, tuple(steps)).losses["step"]) == set(steps)
+    assert em.on_steps(t, None) is t
+    assert set(em.on_steps(t, tuple(steps)).losses["step"]) == set(steps)
     for bad in ([1, 1], [-1], "all"):
         with pytest.raises(ValueError, match="verdict_steps"):
             section(verdict_steps=bad)
@@ -199,19 +200,19 @@ def test_a6_branches():
     assert one.verdict.status == INCONCLUSIVE and "premise fails" in one.verdict.reason
     none = ge.a6_v3(tables(a6_models([40, 50, 30], [], n_enc=0)), section())  # no encoder run
     assert none.verdict.status == INCONCLUSIVE and "0 learned encoders" in none.verdict.reason
-    assert ge.a6_per_step(tables(a6_models([40, 50], [], n_enc=0)), ["runs/dec-s0"], k=4).empty
+    assert em.a6_per_step(tables(a6_models([40, 50], [], n_enc=0)), ["runs/dec-s0"], k=4).empty
 
 
 def test_a6_matched_progress_picks_each_models_step():
     t = tables(a6_models([40], [10], n_enc=1))
-    per = ge.a6_per_model(t, list(t.summary["runs"]), k=4, progress=0.9)
+    per = em.a6_per_model(t, list(t.summary["runs"]), k=4, progress=0.9)
     # loss drop 8 -> 5: 90% reached at 5.3 (step 256); half at 6.5 (step 16); final 1000
     assert per["step"].tolist() == [256, 256]
-    assert ge.a6_per_model(t, ["runs/dec-s0"], k=4, progress=0.5)["step"].tolist() == [16]
-    assert ge.a6_per_model(t, ["runs/dec-s0"], k=4, progress=1.0)["step"].tolist() == [1000]
+    assert em.a6_per_model(t, ["runs/dec-s0"], k=4, progress=0.5)["step"].tolist() == [16]
+    assert em.a6_per_model(t, ["runs/dec-s0"], k=4, progress=1.0)["step"].tolist() == [1000]
     with pytest.raises(ValueError, match="progress"):
-        ge.a6_per_model(t, ["runs/dec-s0"], k=4, progress=1.5)
-    steps = ge.a6_per_step(t, list(t.summary["runs"]), k=4)
+        em.a6_per_model(t, ["runs/dec-s0"], k=4, progress=1.5)
+    steps = em.a6_per_step(t, list(t.summary["runs"]), k=4)
     assert steps["ratio"].tolist() == pytest.approx([4.0] * (len(STEPS) - 1))
 
 
@@ -228,7 +229,7 @@ def imprinted(step, layer, source):
 
 def test_a7_reproduced_when_early_peak_and_the_null_is_beaten():
     t = tables(decoders(imprinted))
-    per = ge.a7_per_model(
+    per = em.a7_per_model(
         t, list(t.summary["runs"]), k=4, early_share=0.3, margin=0.25, frozen_sources=SOURCES
     )
     assert per["peak_step"].tolist() == [64] * 3 and per["strongest_early"].all()
@@ -288,7 +289,7 @@ def test_a7_late_peak_is_not_strongest_early():
 
 def test_a7_warmup_alternative_moves_the_peak_search_past_the_warmup():
     t = tables(decoders(imprinted))
-    per = ge.a7_per_model(
+    per = em.a7_per_model(
         t,
         list(t.summary["runs"]),
         k=4,
@@ -303,7 +304,7 @@ def test_a7_warmup_alternative_moves_the_peak_search_past_the_warmup():
 
 def test_a7_names_the_checkpoints_around_each_peak_and_the_learned_step():
     t = tables(decoders(imprinted))
-    per = ge.a7_per_model(
+    per = em.a7_per_model(
         t, list(t.summary["runs"]), k=4, early_share=0.3, margin=0.25, frozen_sources=SOURCES
     )
     # searched steps >= 1: 1, 16, 64, 128, ...; the loss is 6.5 <= 7 - 0.25 from step 16 on
@@ -329,7 +330,7 @@ def test_a7_reads_the_warmup_alternative_by_seed_without_changing_the_status():
 
     base = tables(decoders(imprinted))
     longer = tables({f"dec-s{i}": {"decoder": True, "r": later} for i in range(2)})
-    both = ge.Tables(base.r_energy, base.losses, base.summary, longer)
+    both = em.Tables(base.r_energy, base.losses, base.summary, longer)
     out = ge.a7_v3(both, section(a7_warmup=WARMUP))
     assert out.verdict.status == ge.a7_v3(base, section()).verdict.status
     # peak 64 -> 128 (+64), learned 16 -> 16 (+0): 14 from the warm-up's 50, 64 from learning's
@@ -345,7 +346,7 @@ def test_a7_reads_the_warmup_alternative_by_seed_without_changing_the_status():
     # the alternative's models never learned: no pair, "cannot tell", and no error
     idle = tables({f"dec-s{i}": {"decoder": True, "r": later, "learns": False} for i in range(2)})
     out = ge.a7_v3(
-        ge.Tables(base.r_energy, base.losses, base.summary, idle), section(a7_warmup=WARMUP)
+        em.Tables(base.r_energy, base.losses, base.summary, idle), section(a7_warmup=WARMUP)
     )
     assert "0 learned pair(s)" in out.detail and "cannot tell" in out.detail
     default, longer, _ = ge.warmup_per_model(both, section(a7_warmup=WARMUP), None, 4)

@@ -12,14 +12,8 @@ from scipy import stats
 
 from geolib.report.chapters import residual_isotropy as ri
 from geolib.report.claims import AFTER_DATA
-from geolib.report.rules import (
-    INCONCLUSIVE,
-    NOT_REPRODUCED,
-    NOT_RUN,
-    PARTLY,
-    REPRODUCED,
-    learners_of_runs,
-)
+from geolib.report.learners import learners_of_runs
+from geolib.report.rules import INCONCLUSIVE, NOT_REPRODUCED, NOT_RUN, PARTLY, REPRODUCED
 from tests.report.tables import with_interval
 
 RULE = {

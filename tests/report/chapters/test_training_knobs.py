@@ -4,7 +4,7 @@ hand-made sweep tables, every branch, the numbers checked against closed forms."
 from __future__ import annotations
 
 import itertools
-from dataclasses import fields
+from dataclasses import fields, replace
 
 import numpy as np
 import pandas as pd
@@ -15,7 +15,9 @@ from geolib.config import stage_params
 from geolib.report.chapters import training_knobs as tk
 from geolib.report.claims import PROSPECTIVE
 from geolib.report.rules import INCONCLUSIVE, NOT_REPRODUCED, NOT_RUN, PARTLY, REPRODUCED
-from geolib.report.sweep_chapters import SweepTables
+from geolib.report.sweep_tables import (
+    SweepTables,
+)
 from geolib.report.sweep_v4 import V4
 from tests.report.chapters.sweep_params import SHARED, rule_params, study
 
@@ -239,7 +241,7 @@ def test_verdicts_rows_keep_v1_and_v2_beside_v3():
         move_share=0.2,
         effects={("lr", "w_erank_centered"): {"est": 3.0, "sd": (3.5, 4.0)}},  # excludes
     )
-    rows = {c.claim_id: c for c in tk.verdicts(t, SEC)}
+    rows = {c.claim_id: c for c in tk.budget_verdicts(t, SEC)}
     b3 = rows["B3"]
     # v1: both halves reproduced; v2: the rank half after its premise, the U half as v1; v3:
     # both halves after the premise
@@ -276,8 +278,8 @@ def test_the_committed_section_parses_and_bad_sections_are_named():
 def test_v4_rows_read_each_budget_with_v3s_rule_and_keep_v3():
     t = _tables()
     v4 = V4("v4 because.", {})
-    v3 = {c.claim_id: c for c in tk.verdicts(t, SEC)}
-    rows = {c.claim_id: c for c in tk.verdicts_v4({"D": t, "2D": t}, SEC, v4)}
+    v3 = {c.claim_id: c for c in tk.budget_verdicts(t, SEC)}
+    rows = {c.claim_id: c for c in tk.verdicts({"D": t, "2D": t}, replace(SEC, v4=v4))}
     assert list(rows) == ["B3", "B4", "B5"]
     past = tk.settled(t, SEC).past_turn
     for claim, row in rows.items():

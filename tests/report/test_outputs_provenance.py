@@ -1,4 +1,4 @@
-"""geolib.report.provenance: a chapter run's record (stage, parameters after overrides, commit,
+"""geolib.report.outputs: a chapter run's record (stage, parameters after overrides, commit,
 inputs, versions, command), figure records, and the check that finds missing, altered and
 stale figures."""
 
@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from geolib.files import sha256_file
-from geolib.report import provenance as pv
+from geolib.report import outputs as pv
 
 
 @pytest.fixture
@@ -141,7 +141,7 @@ def test_the_lock_file_a_run_rewrites_is_not_dirty_code_is_and_is_named(repo):
 
 
 def test_another_parameters_file_is_an_exploration_with_its_own_command(tmp_path):
-    from geolib.report.provenance import reproduce_command
+    from geolib.report.outputs import reproduce_command
 
     assert reproduce_command("corpus", {}) == "dvc repro corpus"
     assert reproduce_command("corpus", {}, "params.yaml") == "dvc repro corpus"
