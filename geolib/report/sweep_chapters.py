@@ -52,7 +52,7 @@ from geolib.report.sweep_tables import (
     SweepTables,
     unigram_entropy,
 )
-from geolib.report.sweep_v4 import V4, configuration
+from geolib.report.sweep_v4 import V4, configuration, required, v4_of
 
 
 def interval_text(what: str, estimate: float, low: float, high: float) -> str:
@@ -229,14 +229,11 @@ class SweepSection:
             if key not in section:
                 raise ValueError(f"{where}: missing key {key!r} (the v3 rule)")
             v3[key] = v3_spec(f"{where}.{key}", section[key], rules)
-        v4 = V4.from_params(section) if "sweep_v4" in section else None
-        return cls(**base, **v3, v4=v4)
+        return cls(**base, **v3, v4=v4_of(section))
 
     def v4_rules(self) -> V4:
         """Rules v4, or an error saying the section has none."""
-        if self.v4 is None:
-            raise ValueError("geometry_performance.sweep_v4: missing (rules v4 of the sweep rows)")
-        return self.v4
+        return required(self.v4)
 
     @staticmethod
     def check_v2(v2: Mapping[str, Any]) -> None:

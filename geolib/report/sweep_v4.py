@@ -61,6 +61,10 @@ def configuration(name: str) -> tuple[str, str]:
     return f"{point}-t{budget}", seed
 
 
+#: the error of a section without rules v4 (``sweep_v4``)
+MISSING = "geometry_performance.sweep_v4: missing (rules v4 of the sweep rows)"
+
+
 @dataclass(frozen=True)
 class V4:
     """``geometry_performance.sweep_v4``: why v4 differs (``revision``) and B1's rule
@@ -74,7 +78,7 @@ class V4:
         where = "geometry_performance.sweep_v4"
         spec = section.get("sweep_v4")
         if not isinstance(spec, Mapping):
-            raise ValueError(f"{where}: missing (rules v4 of the sweep rows)")
+            raise ValueError(MISSING)
         missing = [k for k in ("revision", "b1", "premise", "retired") if k not in spec]
         if missing:
             raise ValueError(f"{where}: missing key(s) {missing}")
@@ -84,6 +88,18 @@ class V4:
                 raise ValueError(f"{where}.b1: missing key {k!r}")
         rule_from_params(b1["decide"])
         return cls(words(spec["revision"]), b1)
+
+
+def v4_of(section: Mapping[str, Any]) -> V4 | None:
+    """The section's rules v4, or ``None`` for a section that has none (a v3-only section)."""
+    return V4.from_params(section) if "sweep_v4" in section else None
+
+
+def required(v4: V4 | None) -> V4:
+    """``v4``, or the error :meth:`V4.from_params` gives where a section has no rules v4."""
+    if v4 is None:
+        raise ValueError(MISSING)
+    return v4
 
 
 def b1_added_power(

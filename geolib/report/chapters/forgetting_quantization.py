@@ -88,7 +88,7 @@ from geolib.report.sweep_tables import (
     row_where,
     unigram_entropy,
 )
-from geolib.report.sweep_v4 import V4, configuration, points_at
+from geolib.report.sweep_v4 import V4, configuration, points_at, required, v4_of
 
 CHAPTER, ANCHOR = "forgetting_quantization", "verdict-b8"
 FAMILIES = ("forgetting", "quantization")
@@ -202,7 +202,7 @@ class Section(V3Terms):
             ci_level=_level("ci_level", param_at(gp, section, "ci_level")),
             seed=check.integer("seed", section.get("seed", 0), low=0),
             w_premise=PremiseSpec.from_params(param_at(gp, section, "sweep_v3.w_premise")),
-            v4=V4.from_params(section) if "sweep_v4" in section else None,
+            v4=v4_of(section),
         )
 
 
@@ -303,7 +303,7 @@ def read(
     section; rules v4 with it; the ``forgetting`` and ``quantization`` sections' v1 rules) and
     its tables at each token budget (:mod:`geolib.report.chapters.interface`)."""
     rules, verdicts_section = own_sections(params_path, CHAPTER, overrides)
-    fg, qz = (stage_params(params_path, s) for s in FAMILIES)
+    fg, qz = stage_params(params_path, "forgetting"), stage_params(params_path, "quantization")
     section = Section.from_params(rules, verdicts_section, forgetting=fg, quantization=qz)
     points = stage_params(params_path, "sweep")["points"]
     return section, {
@@ -589,8 +589,7 @@ def budget_verdicts(tables: Tables, section: Section) -> list[Claim]:
 def verdicts(tables: Mapping[str, Tables], section: Section) -> list[Claim]:
     """The chapter's claim rows: B8's v4 row, v3's checks and alternatives on the models of each
     budget combined by the v4 premise (:mod:`geolib.report.sweep_v4`)."""
-    if section.v4 is None:
-        raise ValueError("geometry_performance.sweep_v4: missing (rules v4 of the sweep rows)")
+    v4 = required(section.v4)
 
     def reading(budget: str, claim: str) -> AtBudget:
         t = tables[budget]
@@ -601,4 +600,4 @@ def verdicts(tables: Mapping[str, Tables], section: Section) -> list[Claim]:
         premise = w_premise(t.study, section.w_premise, tokens_per_param(t.forgetting))
         return AtBudget(budget, premise, status, key, alts)
 
-    return sweep_v4.verdicts_v4(lambda b: budget_verdicts(tables[b], section), reading, section.v4)
+    return sweep_v4.verdicts_v4(lambda b: budget_verdicts(tables[b], section), reading, v4)
