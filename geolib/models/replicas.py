@@ -1,7 +1,7 @@
 """Seed replicates of the default Paper A models: the trained model, not a token, is the unit.
 
 Each replicate is a default model (section ``train_<model>`` over ``train``: pythia, olmo,
-olmo_sgd, bert) trained again with another seed; only ``seed`` changes (initialisation, batch
+bert, and the warm-up alternative olmo_warmup2) trained again with another seed; only ``seed`` changes (initialisation, batch
 order, validation draw). Its name is ``<model>-s<seed>`` and it trains into
 ``<run_root>/<name>``, so a DVC ``foreach`` stage per name retrains exactly the replicates whose
 values change. The default run (``runs/<model>``) has the seed of its section (``seed`` of
