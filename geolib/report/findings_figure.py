@@ -5,7 +5,8 @@ a glance.
 The numbers are those the rules decided on (:class:`~geolib.report.rules.KeyNumber`, carried by
 each claim row's ``numbers``), never read back from words. One panel per bar (a share against
 one half, a difference against 0, a ratio against 1, …), so every panel has one scale; the
-math checks of a derivation stand in a panel of their own, apart from the evidence. A row with
+math checks of a derivation stand in a panel of their own, apart from the evidence, each
+against its own bar on its row. A row with
 no interval (a premise that failed, a count, a released model's description) has no point: its
 status is in the paragraphs below the figure.
 
@@ -44,7 +45,9 @@ MATH_PANEL = "math checks (a derivation checked numerically; not evidence)"
 #: the longest label shown beside a point (characters)
 LABEL_CHARS = 34
 #: a panel whose positive values span more than this ratio is drawn on a log axis
-LOG_SPAN = 30.0
+LOG_SPAN = 100.0
+#: at most this many labelled x ticks per panel (the column is narrow)
+X_TICKS = 5
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,7 @@ def draw(table: Mapping[str, Sequence[Claim]], stem: str | Path) -> list[Path]:
     number at all, a figure that says so. Returns the paths."""
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
+    from matplotlib.ticker import MaxNLocator
 
     from geolib.report import plotting
 
@@ -131,6 +135,13 @@ def draw(table: Mapping[str, Sequence[Claim]], stem: str | Path) -> list[Path]:
         for yi, p in zip(y, pts, strict=True):
             colour = STATUS_COLOURS.get(p.status, "black")
             n = p.number
+            if title == MATH_PANEL:  # each check its own bar, drawn on its row
+                ax.plot([n.bar, n.bar], [yi - 0.4, yi + 0.4], color="black", ls="--", lw=1)
+                if n.band:
+                    ax.fill_betweenx(
+                        [yi - 0.4, yi + 0.4], n.bar - n.band, n.bar + n.band, color="black",
+                        alpha=0.08, lw=0,
+                    )  # fmt: skip
             ax.plot([n.low, n.high], [yi, yi], color=colour, lw=2.2, solid_capstyle="butt")
             ax.plot([n.estimate], [yi], "o", color=colour, ms=5.5)
         bar, band = pts[0].number.bar, pts[0].number.band
@@ -140,6 +151,8 @@ def draw(table: Mapping[str, Sequence[Claim]], stem: str | Path) -> list[Path]:
                 ax.axvspan(bar - band, bar + band, color="black", alpha=0.08, lw=0)
         if log_axis(pts):
             ax.set_xscale("log")
+        else:
+            ax.xaxis.set_major_locator(MaxNLocator(nbins=X_TICKS))
         ax.set_yticks(y, [p.label for p in pts], fontsize="small")
         ax.set_ylim(-0.7, len(pts) - 0.3)
         ax.set_title(title, loc="left", fontsize="small")
@@ -149,7 +162,8 @@ def draw(table: Mapping[str, Sequence[Claim]], stem: str | Path) -> list[Path]:
         for s, c in STATUS_COLOURS.items()
         if any(p.status == s for g in groups.values() for p in g)
     ]
-    plotting.legend_below(axes[-1, 0], handles=handles, ncols=len(handles), frameon=False)
+    # centred on the figure, not under the last panel (which the labels push to the right)
+    fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), frameon=False)
     problems = plotting.figure_problems(fig)
     paths = plotting.savefig(fig, stem, problems)
     plt.close(fig)
