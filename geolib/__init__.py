@@ -66,12 +66,13 @@ experiments/         imports config, files, stage, data, models, measure, theory
     training_length      the training-length study measured: loss, W's rank, where they settle
     measure_model        the geometry of any model, one command (``geolib measure``)
 report/              imports config, files, measure; knows no models
-    rules            verdict rules: kinds, premise, seeds, robustness
+    rules            verdict rules: kinds, premise, seeds, robustness; the numbers decided on
     learners         who learned: final loss a declared margin below the unigram entropy
     trends           a claim's key number against model size (the ladder's trend rule)
     peak_timing      when alignment peaks (A7): the checkpoints around it, the warm-up alternative
     claims           the claims table: evidence rows, written by chapters, rendered in the book
     findings         the findings page: per claim, the paper's words and what held here
+    findings_figure  the page's opening figure: every claim's decided number against its bar
     math_checks      A1–A3's math checks: each check decided by its rule, combined
     chapters/        one module per empirical chapter: its section, its tables, its verdicts
         interface            the one interface of a chapter module: CHAPTER, read, verdicts
@@ -84,6 +85,7 @@ report/              imports config, files, measure; knows no models
         geometry_performance B1, B2, B7 (rules v3)
         training_knobs       B3, B4, B5 (rules v3)
         forgetting_quantization B8 (rules v3)
+        forgetting_section   what B8 reads of params.yaml, checked when built
         outcome_association  B8's statistics: an outcome's spread over noise; R² and partial ρ
         saturation           B6 (rules v3)
     compute          the compute behind each chapter and the build, from the run log

@@ -8,7 +8,9 @@
 1. Renders the claims table from ``data/claims/*.json`` (and the trend-with-size column from
    ``data/results/scale/trends.json``) into ``book/_generated/claims.md``, and the findings
    page (one plain paragraph per claim, the book's first page) into
-   ``book/_generated/findings.md``.
+   ``book/_generated/findings.md``, with the figure it opens with (every claim's deciding
+   number against its bar: ``geolib.report.findings_figure``) as
+   ``book/_generated/findings_forest.png``.
    Writes the compute behind the book (``geolib.report.compute``: the stages' latest runs in
    ``logs/lanes.csv``, the run log of ``make all``, a record rather than a dependency) into
    ``book/_generated/``: the introduction's "Compute" section, each chapter's (appended to its
@@ -35,7 +37,7 @@ from typing import Any
 
 import yaml
 
-from geolib.report import claims, compute, findings
+from geolib.report import claims, compute, findings, findings_figure
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -185,6 +187,7 @@ def main() -> int:
         [str(BOOK / "_generated" / "claims.md"), "--trends", str(trends), *map(str, claim_files)]
     )
     findings.main([str(BOOK / "_generated" / "findings.md"), *map(str, claim_files)])
+    findings_figure.main([str(BOOK / "_generated" / "findings_forest"), *map(str, claim_files)])
     vendor_mathjax(BOOK / "_mathjax")
     toc = yaml.safe_load((BOOK / "_toc.yml").read_text())
     chapters = [c["file"] for part in toc.get("parts", []) for c in part.get("chapters", [])]

@@ -134,6 +134,24 @@ MIN_FIGURE_SCALE = 0.6
 MIN_TEXT_PX = MIN_FONT_PX
 
 
+#: the image the findings page opens with (``geolib.report.findings_figure``)
+FINDINGS_FIGURE = "findings_forest.png"
+
+
+def opening_figure(dom: str, name: str) -> list[str]:
+    """What is wrong with a page that must open with the figure ``name``: no image at all, or
+    its first image another one (the browser loads it; a missing file is a server failure)."""
+    article = dom.find("<article")  # the page's own content, not the theme's header
+    first = re.search(r"<img\b[^>]*>", dom[max(article, 0) :])
+    if first is None:
+        return [f"no figure on the page (it opens with {name})"]
+    src = re.search(r'src="([^"]*)"', first.group(0))
+    if src is None or Path(src.group(1)).name != name:
+        shown = src.group(1) if src else "an image without a source"
+        return [f"the page opens with {shown}, not {name}"]
+    return []
+
+
 def saved_figure(png: Path) -> tuple[float, float | None, str]:
     """``(width at 1×, smallest font px at 1×, problems)`` of a PNG the figure style saved (its
     text chunks record the font and what its checks found; the PNG is ``SAVE_SCALE`` × its 1×
@@ -333,8 +351,10 @@ def check_page(
     if "<body" not in dom:
         problems.append("page did not load")
     page = Path(url.removeprefix(origin))
-    if page.name == "findings.html" and dom.count("The paper says") < 15:
-        problems.append("the findings page lacks a paragraph per claim")
+    if page.name == "findings.html":
+        if dom.count("The paper says") < 15:
+            problems.append("the findings page lacks a paragraph per claim")
+        problems += opening_figure(dom, FINDINGS_FIGURE)
     if page.name == "intro.html":
         if 'class="claims-table' not in dom:
             problems.append("no claims table (class claims-table) on the introduction")

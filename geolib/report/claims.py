@@ -36,6 +36,7 @@ from geolib.report.rules import (
     MATH_CHECK,
     NOT_RUN,
     STATUSES,
+    KeyNumber,
     combine_statuses,
 )
 from geolib.report.trends import TrendRow, read_trends
@@ -113,9 +114,13 @@ class Claim:
     decided: str = ""
     rule_v3: str = ""
     exploratory: str = ""
+    numbers: tuple[KeyNumber, ...] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "numbers", key_numbers(self.claim_id, self.numbers))
         for f in fields(self):
+            if f.name == "numbers":
+                continue
             value = getattr(self, f.name)
             if not isinstance(value, str):
                 raise ValueError(
@@ -157,11 +162,37 @@ class Claim:
             raise ValueError(f"claim {self.claim_id}: a math check has no seeds or robustness")
 
 
+def key_numbers(claim_id: str, numbers: Any) -> tuple[KeyNumber, ...]:
+    """A row's ``numbers`` as :class:`KeyNumber` objects (from a claims file: mappings)."""
+    if not isinstance(numbers, list | tuple):
+        raise ValueError(f"claim {claim_id}: numbers must be a list, got {numbers!r}")
+    out = []
+    for n in numbers:
+        if isinstance(n, Mapping):
+            try:
+                n = KeyNumber(**n)
+            except TypeError as err:
+                raise ValueError(f"claim {claim_id}: bad key number {n!r}: {err}") from None
+        if not isinstance(n, KeyNumber):
+            raise ValueError(f"claim {claim_id}: a key number must be a KeyNumber, got {n!r}")
+        out.append(n)
+    return tuple(out)
+
+
+def row_json(c: Claim) -> dict[str, Any]:
+    """A row as its file holds it: every field, ``numbers`` only where the rule decided on an
+    interval (so rows without one read as they did before the field existed)."""
+    row = asdict(c)
+    if not c.numbers:
+        del row["numbers"]
+    return row
+
+
 def write_claims(path: str | Path, claims: list[Claim]) -> Path:
     """Write a stage's claim rows as JSON (sorted keys, stable bytes)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    rows = [asdict(c) for c in sorted(claims, key=lambda c: c.claim_id)]
+    rows = [row_json(c) for c in sorted(claims, key=lambda c: c.claim_id)]
     write_text_atomic(path, json.dumps(rows, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
     return path
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import MISSING, dataclass, fields, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -80,15 +80,54 @@ EVIDENCE = (EMPIRICAL, MATH_CHECK, DESCRIPTION)
 
 
 @dataclass(frozen=True)
+class KeyNumber:
+    """A number a rule decided on: ``estimate`` with its interval [``low``, ``high``] against
+    the rule's ``bar`` (a threshold, or a band's centre with half-width ``band``), and the
+    ``status`` that check gave. ``label`` names the check among a claim's several (empty for a
+    row's single number). Carried by :class:`Verdict` so that a figure can place every claim
+    against its bar without reading numbers back from words."""
+
+    label: str
+    status: str
+    estimate: float
+    low: float
+    high: float
+    bar: float
+    band: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
+        for name in ("estimate", "low", "high", "bar", "band"):
+            object.__setattr__(self, name, check.scalar(name, getattr(self, name)))
+        if not self.low <= self.estimate <= self.high:
+            raise ValueError(
+                f"need low <= estimate <= high, got {self.low} <= {self.estimate} <= {self.high}"
+            )
+        if self.band < 0:
+            raise ValueError(f"band must be >= 0, got {self.band}")
+
+    def labelled(self, label: str) -> KeyNumber:
+        """The same number under ``label`` (prefixed to a label it already has)."""
+        return replace(self, label=f"{label}: {self.label}" if self.label else label)
+
+
+@dataclass(frozen=True)
 class Verdict:
-    """A rule's decision: ``status``, the rule in words (``rule``) and why this branch fired."""
+    """A rule's decision: ``status``, the rule in words (``rule``) and why this branch fired;
+    ``numbers``: what an interval rule decided on (none for counts, identities, premises)."""
 
     status: str
     rule: str
     reason: str
+    numbers: tuple[KeyNumber, ...] = ()
 
     def __str__(self) -> str:
         return f"{self.status}: {self.reason}"
+
+    def labelled(self, label: str) -> tuple[KeyNumber, ...]:
+        """This verdict's numbers under ``label`` (one check of a claim with several)."""
+        return tuple(n.labelled(label) for n in self.numbers)
 
 
 def _interval(estimate: Any, low: Any, high: Any) -> tuple[float, float, float]:
@@ -156,7 +195,8 @@ class _BandRule:
         status = {self.reproduced_when: REPRODUCED, not_reproduced: NOT_REPRODUCED}.get(
             position, INCONCLUSIVE
         )
-        return Verdict(status, self.describe(), f"{where}: interval {position} the band")
+        number = KeyNumber("", status, *_interval(estimate, low, high), self.target, self.tol)
+        return Verdict(status, self.describe(), f"{where}: interval {position} the band", (number,))
 
 
 @dataclass(frozen=True)
@@ -235,16 +275,15 @@ class Threshold:
         t = sign * self.threshold
         where = f"{e:.4g} [{lo:.4g}, {hi:.4g}] against {self.threshold:g}"
         if near > t:
-            return Verdict(REPRODUCED, self.describe(), f"{where}: beyond the threshold")
-        if far < t:
-            if self.no_effect is not None and near > sign * self.no_effect:
-                return Verdict(
-                    PARTLY,
-                    self.describe(),
-                    f"{where}: short of it, but excludes {self.no_effect:g}",
-                )
-            return Verdict(NOT_REPRODUCED, self.describe(), f"{where}: short of the threshold")
-        return Verdict(INCONCLUSIVE, self.describe(), f"{where}: interval contains the threshold")
+            status, why = REPRODUCED, "beyond the threshold"
+        elif far < t and self.no_effect is not None and near > sign * self.no_effect:
+            status, why = PARTLY, f"short of it, but excludes {self.no_effect:g}"
+        elif far < t:
+            status, why = NOT_REPRODUCED, "short of the threshold"
+        else:
+            status, why = INCONCLUSIVE, "interval contains the threshold"
+        number = KeyNumber("", status, e, lo, hi, self.threshold)
+        return Verdict(status, self.describe(), f"{where}: {why}", (number,))
 
 
 @dataclass(frozen=True)

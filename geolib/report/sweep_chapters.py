@@ -124,7 +124,7 @@ def decide_interval(
         return rule.decide(e, lo, hi), text
     note = "estimate outside its interval: decided on the interval"
     v = rule.decide(min(max(e, lo), hi), lo, hi)
-    return Verdict(v.status, v.rule, f"{v.reason} ({note})"), f"{text} ({note})"
+    return Verdict(v.status, v.rule, f"{v.reason} ({note})", v.numbers), f"{text} ({note})"
 
 
 #: how :func:`geolib.report.rules.given_premise` begins the reason of a premise that failed
@@ -162,7 +162,8 @@ def combined(checks: Sequence[tuple[Verdict, str]]) -> Decision:
     number of a row that is partly or not reproduced is the check that failed)."""
     status, key = deciding_check(checks)
     deciding = next(v for v, what in checks if what == key)
-    return Decision(Verdict(status, deciding.rule, deciding.reason), key, tuple(checks))
+    verdict = Verdict(status, deciding.rule, deciding.reason, deciding.labelled(key))
+    return Decision(verdict, key, tuple(checks))
 
 
 def premised(
@@ -542,6 +543,7 @@ def sweep_claim(
         revision=words(spec["revision"]),
         scale=f"{scale_of_runs(tables.scale_runs())}; {paper_scale}",
         decided=PROSPECTIVE,
+        numbers=decision.verdict.numbers,
     )
 
 

@@ -186,6 +186,7 @@ def v4_row(
         ),
         scale="; ".join(f"{b}: {v3[b].scale}" for b in BUDGETS),
         decided=PROSPECTIVE,
+        numbers=tuple(n.labelled(b) for b in BUDGETS for n in v3[b].numbers),
     )
 
 

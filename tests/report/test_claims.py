@@ -377,3 +377,44 @@ def test_a_record_that_is_not_one_is_refused_when_read(tmp_path):
     with pytest.raises(ValueError, match="not an exploratory record"):
         c.apply(row, {"runs/m": {"seed": 3}})
     assert c.apply(row, {"runs/m": {"seed": 2}}) == row  # not confirmatory: never read
+
+
+def test_a_rows_numbers_travel_through_its_file_and_a_row_without_has_no_key(tmp_path):
+    """The numbers a rule decided on are written with the row and read back as they were; a
+    row decided on none is written exactly as before the field existed."""
+    from geolib.report.rules import KeyNumber, Threshold
+
+    v = Threshold(0.5, "more than half").decide(0.67, 0.44, 0.84)
+    with_numbers = Claim(
+        "A4", v.status, "share", "ge", anchor="verdict-a4", scale="6 models",
+        numbers=v.labelled("early units"),
+    )  # fmt: skip
+    without = Claim("A6", "reproduced", "ratio", "ge", anchor="verdict-a6", scale="9 models")
+    path = write_claims(tmp_path / "ge.json", [with_numbers, without])
+    rows = json.loads(path.read_text())
+    assert "numbers" not in rows[1]
+    assert rows[0]["numbers"] == [
+        {"label": "early units", "status": "inconclusive", "estimate": 0.67, "low": 0.44,
+         "high": 0.84, "bar": 0.5, "band": 0.0}
+    ]  # fmt: skip
+    table = read_claims([path])
+    assert table["A4"][0] == with_numbers
+    assert table["A4"][0].numbers == (
+        KeyNumber("early units", "inconclusive", 0.67, 0.44, 0.84, 0.5),
+    )
+    assert table["A6"][0].numbers == ()
+
+
+def test_bad_numbers_on_a_row_are_refused(tmp_path):
+    bad = {"claim_id": "A4", "status": "partly", "chapter": "ge", "scale": "1 model"}
+    path = tmp_path / "bad.json"
+    for numbers, match in [
+        ("0.5", "numbers must be a list"),
+        ([{"label": "", "status": "partly", "estimate": 0.9, "low": 0.1, "high": 0.2, "bar": 0}],
+         "low <= estimate <= high"),
+        ([{"label": "", "status": "partly", "estimate": 0.1}], "bad key number"),
+        ([0.5], "must be a KeyNumber"),
+    ]:  # fmt: skip
+        path.write_text(json.dumps([bad | {"numbers": numbers}]))
+        with pytest.raises(ValueError, match=match):
+            read_claims([path])

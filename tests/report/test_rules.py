@@ -8,9 +8,12 @@ from geolib.report.rules import (
     Beyond,
     Fraction,
     Identity,
+    KeyNumber,
     Threshold,
     WithinTolerance,
     combine_statuses,
+    decide_if_defined,
+    premise_fails,
     rule_from_params,
 )
 
@@ -372,3 +375,52 @@ def test_section_basics_checks_keys_rules_margin_and_level():
         section_basics("x", {**ok, "r": {"rule": "no"}}, {"learned_margin": 0.25}, [], ["r"])
     with pytest.raises(ValueError, match="ci_level"):
         section_basics("x", {**ok, "ci_level": 1.0}, {"learned_margin": 0.25}, [], ["r"])
+
+
+# ---------------------------------------------------------------------------------------------
+# The numbers a verdict carries
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("est", "low", "high", "status"),
+    [(0.8, 0.6, 0.9, "reproduced"), (0.5, 0.3, 0.7, "inconclusive"), (0.2, 0.1, 0.3, "partly")],
+)
+def test_a_threshold_verdict_carries_the_number_it_decided(est, low, high, status):
+    rule = Threshold(0.4, "the paper says so", no_effect=0.0)
+    v = rule.decide(est, low, high)
+    assert v.status == status
+    assert v.numbers == (KeyNumber("", status, est, low, high, 0.4),)
+    below = Threshold(0.4, "the paper says so", direction="below").decide(0.2, 0.1, 0.3)
+    assert below.numbers[0].bar == 0.4 and below.numbers[0].status == "reproduced"
+
+
+def test_a_band_verdict_carries_its_centre_and_half_width():
+    v = WithinTolerance(1.0, 0.1, "slope one").decide(1.02, 0.95, 1.05)
+    assert v.numbers == (KeyNumber("", v.status, 1.02, 0.95, 1.05, 1.0, band=0.1),)
+    out = Beyond(0.0, 0.2, "an effect").decide(0.5, 0.3, 0.7)
+    assert out.numbers == (KeyNumber("", "reproduced", 0.5, 0.3, 0.7, 0.0, band=0.2),)
+
+
+def test_counts_identities_and_premises_carry_no_number():
+    assert Fraction(0.5, 2, "most").decide(3, 4).numbers == ()
+    assert Identity(1e-6, "chain rule").decide(1e-9).numbers == ()
+    assert premise_fails(Threshold(0.4, "x"), "nothing varies").numbers == ()
+    undefined = decide_if_defined(Threshold(0.4, "x"), float("nan"), 0.0, 1.0, "too few")
+    assert undefined.numbers == ()
+
+
+def test_key_numbers_are_checked_and_labelled():
+    n = KeyNumber("", "partly", 0.5, 0.4, 0.6, 0.5)
+    assert n.labelled("states") == KeyNumber("states", "partly", 0.5, 0.4, 0.6, 0.5)
+    assert n.labelled("states").labelled("D").label == "D: states"
+    v = Threshold(0.4, "x").decide(0.8, 0.6, 0.9)
+    assert [m.label for m in v.labelled("rows")] == ["rows"]
+    with pytest.raises(ValueError, match="low <= estimate <= high"):
+        KeyNumber("", "partly", 0.7, 0.4, 0.6, 0.5)
+    with pytest.raises(ValueError, match="status must be one of"):
+        KeyNumber("", "held", 0.5, 0.4, 0.6, 0.5)
+    with pytest.raises(ValueError, match="finite"):
+        KeyNumber("", "partly", 0.5, 0.4, float("inf"), 0.5)
+    with pytest.raises(ValueError, match="band must be >= 0"):
+        KeyNumber("", "partly", 0.5, 0.4, 0.6, 0.5, band=-1)

@@ -283,6 +283,18 @@ def test_a_decision_names_its_key_and_each_premise_that_failed_once():
     assert d.key_number == "U cells (premise fails: W did not move)"
     assert d.words() == "rank → reproduced; U cells → inconclusive; premise fails: W did not move"
     assert combined([(ok, "rank")]).key_number == "rank"
+    assert d.verdict.numbers == ()  # the deciding check's premise failed: no number
+    decided = combined([(ok, "rank")])
+    assert decided.verdict.numbers == ok.labelled("rank")  # the deciding check's, named by it
+
+
+def test_a_decision_on_an_estimate_outside_its_interval_keeps_the_number_it_decided_on():
+    rule = rule_from_params({"rule": "threshold", "threshold": 0.5, "reason": "B2: x"})
+    v, _ = decide_interval(rule, 0.4, 0.55, 0.9, "R² gap")
+    (n,) = v.numbers
+    assert (n.estimate, n.low, n.high, n.bar) == (0.55, 0.55, 0.9, 0.5)  # moved to its bound
+    d = combined([(v, "R² gap"), (rule.decide(0.2, 0.1, 0.3), "other")])
+    assert d.key == "other" and [m.label for m in d.verdict.numbers] == ["other"]
 
 
 def test_unigram_entropy_of_the_token_counts(tmp_path):

@@ -14,6 +14,7 @@ from geolib.report.claims import PROSPECTIVE, Claim
 from geolib.report.rules import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
+    PARTLY,
     REPRODUCED,
 )
 from geolib.report.settled_premise import RULE_WORDS as V3_PREMISE_WORDS
@@ -207,3 +208,23 @@ def test_verdicts_v4_joins_each_claim_of_a_chapter_over_the_budgets():
     rows = verdicts_v4(v3_rows, reading, v4, rules={"B4": "v4's own rule"})
     assert [(r.claim_id, r.status) for r in rows] == [("B3", REPRODUCED), ("B4", INCONCLUSIVE)]
     assert rows[1].rule == f"v4's own rule; {RULE_WORDS}"
+
+
+def test_the_v4_row_carries_each_budgets_numbers_under_its_name():
+    from dataclasses import replace
+
+    from geolib.report.rules import KeyNumber
+
+    v4 = V4.from_params({"sweep_v4": V4_SPEC})
+    d = KeyNumber("r", REPRODUCED, 0.8, 0.6, 0.9, 0.5)
+    dd = KeyNumber("r", PARTLY, 0.2, 0.1, 0.3, 0.5)
+    v3 = {
+        "D": replace(_claim(REPRODUCED, "D"), numbers=(d,)),
+        "2D": replace(_claim(PARTLY, "2D"), numbers=(dd,)),
+    }
+    at = {b: AtBudget(b, PAST, REPRODUCED, "k", {"alt": REPRODUCED}) for b in ("D", "2D")}
+    row = v4_row(v3, at, v4)
+    assert row.numbers == (d.labelled("D"), dd.labelled("2D"))
+    assert [n.label for n in row.numbers] == ["D: r", "2D: r"]
+    no_numbers = {b: _claim(INCONCLUSIVE, b) for b in ("D", "2D")}
+    assert v4_row(no_numbers, at, v4).numbers == ()

@@ -140,5 +140,6 @@ def v3_claim(
         post_hoc=post_hoc,
         scale=scale_of_runs(runs),
         decided=AFTER_DATA,
+        numbers=verdict.numbers,
     )
     return section.confirmation.apply(row, runs)

@@ -291,8 +291,13 @@ def a1_v3(
     detail = (
         f"States: {v_states.status} ({v_states.reason}); rows: {v_rows.status} ({v_rows.reason})"
     )
+    numbers = v_states.labelled("states") + v_rows.labelled("rows")
     return Outcome(
-        Verdict(status, rules, what), f"{optimizer}: {w_states}; {w_rows}", models, lv, detail
+        Verdict(status, rules, what, numbers),
+        f"{optimizer}: {w_states}; {w_rows}",
+        models,
+        lv,
+        detail,
     )
 
 

@@ -14,7 +14,7 @@ the learned models) are computed here from ``models.csv`` with :mod:`geolib.meas
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -380,13 +380,14 @@ def b1(tables: Tables, section: Section, change: Mapping[str, Any] | None = None
     )
     checks = (sign, loose)
     if sign[0].status == REPRODUCED:
-        return Decision(loose[0], loose[1], checks)
+        return Decision(replace(loose[0], numbers=loose[0].labelled(loose[1])), loose[1], checks)
     if sign[0].status == NOT_REPRODUCED:
         reason = f"wrong sign: higher rank goes with higher loss ({sign[0].reason})"
     else:
         reason = f"the sign of the association is undetermined ({sign[0].reason})"
     status = NOT_REPRODUCED if sign[0].status == NOT_REPRODUCED else INCONCLUSIVE
-    return Decision(Verdict(status, sign_rule.describe(), reason), sign[1], checks)
+    verdict = Verdict(status, sign_rule.describe(), reason, sign[0].labelled(sign[1]))
+    return Decision(verdict, sign[1], checks)
 
 
 def b2(tables: Tables, section: Section, change: Mapping[str, Any] | None = None) -> Decision:

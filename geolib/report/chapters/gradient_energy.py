@@ -338,7 +338,8 @@ def a7_v3(tables: Tables, section: Section, change: Mapping[str, Any] | None = N
         f"{n} at the first checkpoint after the {warm}-step warm-up. {alternative}"
         f"{lv.words()}."
     )
-    verdict = Verdict(status, f"{rule.describe()} And: {null_rule.describe()}", what)
+    numbers = v_early.labelled("peaks early") + v_null.labelled("beyond the null")
+    verdict = Verdict(status, f"{rule.describe()} And: {null_rule.describe()}", what, numbers)
     return Outcome(verdict, f"{early_words}; {null_words}", per, {}, detail)
 
 
@@ -492,6 +493,7 @@ def verdicts(tables: Tables, section: Section) -> list[Claim]:
                 post_hoc=words(section.raw.get("after_data", {}).get(cid, "")),
                 scale=scale,
                 decided=AFTER_DATA,
+                numbers=o.verdict.numbers,
             )
         )
     return [section.confirmation.apply(r, tables.summary["runs"]) for r in rows]

@@ -231,7 +231,13 @@ def a5_v3(tables: Tables, section: Section, change: Mapping[str, Any] | None = N
         why = "; ".join(
             f"{f}: {s} ({r})" for f, s, r in fams[["family", "status", "reason"]].values
         )
-        return Verdict(status, rule.describe(), why)
+        defined = fams[np.isfinite(fams["value"].astype(float))]
+        numbers = tuple(
+            n
+            for f, e, lo, hi in defined[["family", "value", "low", "high"]].values
+            for n in rule.decide(e, lo, hi).labelled(str(f))
+        )
+        return Verdict(status, rule.describe(), why, numbers)
 
     v = given_premise(rule, bool(lv.kept), f"no model learned ({lv.words()})", decide)
     key = (

@@ -387,6 +387,7 @@ def b6(tables: Tables, section: Section) -> Claim:
         revision=section.revision,
         scale=_scale(tables, p),
         decided=AFTER_DATA,
+        numbers=v.numbers,
     )
 
 

@@ -116,6 +116,10 @@ def test_reproduced_when_both_shares_clear_one_half():
     assert f"{s:.3g} [{lo:.3g}, {hi:.3g}] over 6 learned models (logit-z" in out.key_number
     # rows: 6 of 6, Clopper-Pearson lower bound 0.025 ** (1 / 6) = 0.541
     assert f"[{0.025 ** (1 / 6):.3g}, 1]" in out.key_number
+    states, rows = out.verdict.numbers  # both halves, named, for the findings figure
+    assert (states.label, rows.label) == ("states", "rows")
+    assert (states.estimate, states.low, states.high) == pytest.approx((s, lo, hi))
+    assert (rows.estimate, rows.low, rows.high) == pytest.approx((1.0, 0.025 ** (1 / 6), 1.0))
 
 
 def test_the_share_over_models_matches_the_closed_form_with_unequal_models():

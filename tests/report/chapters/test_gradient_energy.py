@@ -261,6 +261,10 @@ def test_a7_null_beaten_and_not_beaten():
     h = stats.t.ppf(0.975, 5) * gains.std(ddof=1) / math.sqrt(6)
     m = gains.mean()
     assert f"{m:.3g} [{m - h:.3g}, {m + h:.3g}] over 6 models" in ok.key_number
+    early, null = ok.verdict.numbers  # each check's number, named, for the findings figure
+    assert (early.label, early.estimate, early.bar) == ("peaks early", 1.0, 0.5)
+    assert null.label == "beyond the null" and null.bar == 0.0
+    assert (null.estimate, null.low, null.high) == pytest.approx((m, m - h, m + h))
     # how the null fared: T frozen at step 0 ends at 2, T frozen at 64 at the median of the ends
     assert "T frozen before learning (step 0) ends with median R_energy 2" in ok.detail
     assert f"T frozen early in learning (step 64) with {np.median(ends):.3g}" in ok.detail

@@ -12,7 +12,15 @@ from geolib.report.chapters import interface
 
 CHAPTERS_DIR = Path(interface.__file__).parent
 #: modules of the package that are not chapters: what the chapters share or read
-HELPERS = {"__init__", "interface", "common", "energy_per_model", "outcome_association", "released"}
+HELPERS = {
+    "__init__",
+    "interface",
+    "common",
+    "energy_per_model",
+    "forgetting_section",
+    "outcome_association",
+    "released",
+}
 
 
 @pytest.mark.parametrize("name", interface.CHAPTERS)

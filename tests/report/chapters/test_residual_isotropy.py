@@ -97,6 +97,9 @@ def test_each_family_decided_on_a_t_interval_over_its_models():
     row = out.families.set_index("family").loc["olmo"]
     assert (row["value"], row["low"], row["high"]) == pytest.approx((m, lo, hi))
     assert f"olmo {m:.3g} [{lo:.3g}, {hi:.3g}] (3 of 3 models, t)" in out.key_number
+    olmo, pythia = out.verdict.numbers  # each family's number, named, for the findings figure
+    assert olmo.label == "olmo" and pythia.label == "pythia" and olmo.bar == 0.5
+    assert (olmo.estimate, olmo.low, olmo.high) == pytest.approx((m, lo, hi))
 
 
 def test_a_family_short_of_the_bar_makes_the_claim_partly():
