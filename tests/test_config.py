@@ -98,7 +98,7 @@ def test_repository_profiles_only_override_existing_keys():
 
 def _corpus_domains(params: dict) -> set[str]:
     """The domains the prepare stage writes under these parameters."""
-    from geolib.data.corpus import hub_domain
+    from geolib.data.hub_corpus import hub_domain
 
     data = params["data"]
     if data["source"] == "hub":

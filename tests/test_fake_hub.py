@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 from datasets import load_dataset
 
-from geolib.data.corpus import prepare_hub_corpus
+from geolib.data.hub_corpus import prepare_hub_corpus
 from geolib.models.checkpoints import available_revisions, load, revision_step
 
 out = {}

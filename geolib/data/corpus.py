@@ -20,13 +20,14 @@ or removing a source never moves another source's documents between splits.
 
 Everything here uses the standard library only; R lazy-load databases are read by
 :mod:`geolib.data.rdata`, token arrays live in :mod:`geolib.data.tokens` and tokenizers in
-:mod:`geolib.data.tokenizer`. Library functions take plain values; ``python -m geolib.data.corpus``
-reads a parameters file section through :func:`geolib.config.stage_params`.
+:mod:`geolib.data.tokenizer`. Library functions take plain values. The paper-scale corpus from a
+model hub is :mod:`geolib.data.hub_corpus`; the stage's command line
+(``python -m geolib.data.prepare``) reads a parameters file section through
+:func:`geolib.config.stage_params`.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import math
@@ -423,7 +424,7 @@ def prepare_corpus(
             shutil.rmtree(folder)
     sheet = {
         "title": "geolib miniature corpus",
-        "generated_by": "python -m geolib.data.corpus prepare",
+        "generated_by": "python -m geolib.data.prepare prepare",
         "seed": seed,
         "split_unit": split_unit,
         "segmentation": {"max_doc_chars": max_doc_chars, "min_doc_chars": min_doc_chars},
@@ -489,168 +490,3 @@ def write_datasheet(sheet: Mapping[str, Any], out_dir: str | Path) -> tuple[Path
     lines += [f"- **{s['title']}**: {' '.join(s['origin'].split())}" for s in sheet["sources"]]
     write_text_atomic(md_path, "\n".join(lines) + "\n")
     return json_path, md_path
-
-
-# ------------------------------------------------------------------------------------------------
-# Real corpora from a model hub (Pile-10k in distribution, Paloma out of distribution)
-# ------------------------------------------------------------------------------------------------
-
-
-def hub_domain(subset: str) -> str:
-    """The corpus domain a hub OOD subset becomes: ``"c4_en"`` → ``"ood_c4_en"`` (its files
-    ``data/corpus/<domain>/test.jsonl``, ``data/tokens/<domain>/test.npy``)."""
-    return f"ood_{slug(subset).replace('-', '_')}"
-
-
-def prepare_hub_corpus(
-    *,
-    out_dir: str | Path = "data/corpus",
-    id_dataset: str = "NeelNanda/pile-10k",
-    ood_dataset: str = "allenai/paloma",
-    ood_subsets: Sequence[str] = ("c4_en", "wikitext_103", "m2d2_s2orc_unsplit"),
-    ood_split: str = "test",
-    fractions: Mapping[str, float] | None = None,
-    max_docs: int | None = None,
-    seed: int = 0,
-    log: Callable[[str], None] = print,
-) -> dict[str, Any]:
-    """The paper-scale corpus via 🤗 ``datasets`` (needs a reachable hub; never used by default).
-
-    Writes the same layout and the same datasheet schema as :func:`prepare_corpus`: Pile-10k
-    split by hash into train/validation/test as domain ``id``; each Paloma subset as
-    ``ood_<subset>/test.jsonl`` (Paloma is gated: accept its terms and log in first). A hub
-    dataset is one source; its documents are its works, and its ``sha256`` is that of the
-    documents' text as written (the hub's own files stay in Hugging Face's cache).
-    """
-    import datasets  # lazily: an optional dependency, absent from the default environment
-
-    out_dir = Path(out_dir)
-    fractions = check_fractions(fractions or {"train": 0.9, "validation": 0.05, "test": 0.05})
-    sheet_sources: list[dict[str, Any]] = []
-    sheet_domains: dict[str, Any] = {}
-
-    def add(domain: str, role: str, name: str, data: Any, splits: Mapping[str, Any]) -> None:
-        docs = [d for part in splits.values() for d in part]
-        digest = hashlib.sha256()
-        for d in docs:
-            digest.update(d.text.encode() + b"\0")
-        info = getattr(data, "info", None)
-        text_bytes = sum(len(d.text.encode()) for d in docs)
-        sheet_sources.append(
-            {
-                "name": slug(name),
-                "domain": domain,
-                "title": name,
-                "registry": "huggingface-hub",
-                "client": "datasets",
-                "package": name.split(":")[0],
-                "version": str(getattr(info, "version", None) or getattr(data, "_fingerprint", "")),
-                "artifact": name,
-                "artifact_bytes": int(getattr(info, "dataset_size", None) or text_bytes),
-                "sha256": digest.hexdigest(),
-                "licence": str(getattr(info, "license", None) or "see the dataset card"),
-                "origin": f"{name} on the Hugging Face hub",
-                "works": len(docs),
-                "documents": len(docs),
-                "text_bytes": text_bytes,
-            }
-        )
-        sheet_domains[domain] = {
-            "role": role,
-            "description": f"{name} from the Hugging Face hub.",
-            "sources": [slug(name)],
-            "text_bytes_before_cap": text_bytes,
-            "max_bytes": None,
-            "splits": write_splits(out_dir / domain, splits, domain),
-        }
-        log(f"{domain}: {len(docs)} documents, {text_bytes / 1e6:.2f} MB text")
-
-    def rows(dataset: Iterable[Mapping[str, Any]], prefix: str) -> list[Document]:
-        docs = []
-        for i, row in enumerate(dataset):
-            if max_docs is not None and i >= max_docs:
-                break
-            doc_id = f"{prefix}/{row.get('id', i)}"
-            docs.append(Document(doc_id, prefix.split("/")[0], str(row["text"])))
-        return docs
-
-    pile = datasets.load_dataset(id_dataset, split="train")
-    id_docs = rows(pile, f"{slug(id_dataset.split('/')[-1])}/doc")
-    add("id", "in-distribution", id_dataset, pile, assign_splits(id_docs, fractions, seed))
-    for subset in ood_subsets:
-        data = datasets.load_dataset(ood_dataset, subset, split=ood_split)
-        docs = rows(data, f"{slug(subset)}/doc")
-        add(
-            hub_domain(subset),
-            "out-of-distribution",
-            f"{ood_dataset}:{subset}",
-            data,
-            {"test": docs},
-        )
-    sheet = {
-        "title": "hub corpus",
-        "generated_by": "python -m geolib.data.corpus prepare (data.source: hub)",
-        "seed": seed,
-        "split_unit": "document",
-        "segmentation": None,
-        "sources": sheet_sources,
-        "domains": sheet_domains,
-    }
-    write_datasheet(sheet, out_dir)
-    return sheet
-
-
-# ------------------------------------------------------------------------------------------------
-# Command line
-# ------------------------------------------------------------------------------------------------
-
-
-def _stage_params(args: argparse.Namespace) -> dict[str, Any]:
-    from geolib.config import stage_params
-
-    return stage_params(args.params, args.section)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m geolib.data.corpus", description=__doc__.splitlines()[0]
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-    prep = sub.add_parser("prepare", help="fetch sources and write splits + datasheet")
-    prep.add_argument("--params", default="params.yaml", help="parameters file")
-    prep.add_argument("--section", default="data", help="section of the parameters file")
-    prep.add_argument("--raw-dir", help="override raw_dir (downloaded packages)")
-    prep.add_argument("--out-dir", help="override out_dir (corpus splits)")
-    show = sub.add_parser("datasheet", help="print the datasheet Markdown of a prepared corpus")
-    show.add_argument("--corpus-dir", default="data/corpus")
-    args = parser.parse_args(argv)
-
-    if args.command == "datasheet":
-        print((Path(args.corpus_dir) / "datasheet.md").read_text(), end="")
-        return 0
-    params = _stage_params(args)
-    t0 = time.perf_counter()
-    out_dir = args.out_dir or params.get("out_dir", "data/corpus")
-    if params.get("source", "registries") == "hub":
-        # the stage declares the registries' download cache as an output: the hub's cache is
-        # Hugging Face's own, so it stays an empty folder here (DVC refuses a missing output)
-        Path(args.raw_dir or params.get("raw_dir", "data/raw")).mkdir(parents=True, exist_ok=True)
-        hub = dict(params.get("hub") or {})
-        prepare_hub_corpus(out_dir=out_dir, seed=int(params.get("seed", 0)), **hub)
-    else:
-        prepare_corpus(
-            params["sources"],
-            params["domains"],
-            raw_dir=args.raw_dir or params.get("raw_dir", "data/raw"),
-            out_dir=out_dir,
-            seed=int(params.get("seed", 0)),
-            split_unit=params.get("split_unit", "document"),
-            max_doc_chars=int(params.get("max_doc_chars", 32000)),
-            min_doc_chars=int(params.get("min_doc_chars", 2000)),
-        )
-    print(f"prepare: done in {time.perf_counter() - t0:.1f} s → {out_dir}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

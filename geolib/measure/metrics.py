@@ -6,14 +6,12 @@ which variant it computes. Conventions shared by all of them:
 
 * Rows are points: ``X`` / ``W`` has shape ``(n, d)`` (n points or vocabulary rows, d features).
 * Inputs are numpy arrays, torch tensors (any device, any real floating dtype including float16
-  and bfloat16) or nested sequences. Data is read in row blocks, upcast to float64 one at a time
-  into one reusable buffer of ~24 MiB that stays in the CPU cache until BLAS has read it, so a
-  float32 matrix is never copied whole and every result is accurate to float64. Results are
-  plain Python floats.
-* Spectral quantities come from the float64 d x d Gram (or scatter) matrix, accumulated block by
-  block as numpy's ``B.T @ B``, which numpy hands to BLAS ``syrk`` (a symmetric rank-k update,
-  half the flops of a general product), followed by a cheap ``eigh`` of the small matrix.
-  Centring costs no extra pass (:func:`_scatter`). Memory is O(d^2 + block * d).
+  and bfloat16) or nested sequences, read as float64 row blocks by :mod:`geolib.measure.blocks`,
+  so a float32 matrix is never copied whole and every result is accurate to float64. Results
+  are plain Python floats.
+* Spectral quantities come from the float64 d x d Gram (or scatter) matrix of
+  :func:`~geolib.measure.blocks.gram` (BLAS ``syrk``), followed by a cheap ``eigh`` of the small
+  matrix. Centring costs no extra pass (:func:`~geolib.measure.blocks.scatter`).
 * Thread pools: numpy's BLAS (OpenBLAS) and torch's (MKL/OpenMP) each keep idle workers spinning
   for a while after a call (OpenBLAS: ~0.1 s), and on a 2-core machine a 2-thread op of the other
   pool then runs up to 2x slower. So a pass over the data calls one pool only: the one-shot
@@ -24,21 +22,27 @@ which variant it computes. Conventions shared by all of them:
   128-wide model in between ran 2x slower). A torch op started right after a one-shot metric
   still shares a core with OpenBLAS's spinning worker for up to ~0.1 s.
 * Bad input raises ``ValueError`` with a message naming the argument. All input checks live in
-  :func:`_validate` and the :class:`_Matrix` it returns (finiteness: a Gram pass checks its
-  trace, a sum of squares of all the data; other readers check block by block);
-  :func:`_validate_cov` builds on it for covariance arguments.
+  :func:`~geolib.measure.blocks.validate` and the :class:`~geolib.measure.blocks.Matrix` it
+  returns; :func:`~geolib.measure.blocks.validate_cov` builds on it for covariances.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from typing import NoReturn
 
 import numpy as np
 import torch
+
+from geolib.measure.blocks import (
+    COV_RTOL,
+    ArrayLike,
+    Matrix,
+    gram,
+    one_thread,
+    scatter,
+    validate,
+    validate_cov,
+)
 
 __all__ = [
     "ArrayLike",
@@ -54,287 +58,14 @@ __all__ = [
     "stable_rank",
 ]
 
-ArrayLike = np.ndarray | torch.Tensor | Sequence[Sequence[float]]
-
 _EPS = float(np.finfo(np.float64).eps)
-# float64 elements per block: 24 MiB stays in a typical L3 cache between the upcast and the syrk
-# that reads it (blocks of 64 MiB made the upcast 3-4x dearer); a block has at least as many rows
-# as columns, so that its flops outweigh the O(d^2) work per block (adding up the d x d results).
-_CHUNK_ELEMENTS = 3 << 20
-_SHIFT_SLACK = 1.0  # one-pass scatter kept while n (mean - shift)^2 <= this x the centred one
 _ERANK_RTOL = 1e-10  # tolerated a-posteriori relative error of the Gram route for effective rank
-_COV_RTOL = 1e-5  # symmetry / positive-semidefiniteness slack for user covariances (float32-made)
-
-
-# --------------------------------------------------------------------------------------------
-# validation and blockwise float64 access (the only place where inputs are checked)
-# --------------------------------------------------------------------------------------------
-@contextlib.contextmanager
-def _one_thread() -> Iterator[None]:
-    """Run torch on one thread inside the block (its thread count is global: restored on exit).
-
-    Used for the small d x d eigensolvers: LAPACK syevd on a 768 x 768 matrix gains little from
-    a second thread, and on a shared 2-core machine a descheduled partner thread made it 10-20x
-    slower in the tail (0.06 s -> 1.4 s). Also keeps torch's pool asleep during numpy passes.
-    """
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
-
-
-@dataclass(frozen=True)
-class _Matrix:
-    """A validated 2-D input, kept in its original dtype/device and read as float64 blocks."""
-
-    data: np.ndarray | torch.Tensor
-    name: str
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        n, d = self.data.shape
-        return int(n), int(d)
-
-    def blocks(
-        self,
-        *,
-        transpose: bool = False,
-        shift: np.ndarray | None = None,
-        ones: bool = False,
-        check: bool = False,
-    ) -> Iterator[np.ndarray]:
-        """Consecutive row blocks (of ``data.T`` if ``transpose``) as float64 numpy arrays.
-
-        ``shift`` (one value per column) is subtracted from each block while it is in cache;
-        ``ones`` appends a column of ones (so a block's Gram also holds its column sums and row
-        count). Every block is a C-contiguous view of one reusable buffer owned here: callers may
-        modify it in place but must not keep it past the next iteration. Reusing the buffer
-        avoids a fresh allocation (page faults, kernel zeroing) per block. Torch tensors are
-        converted (dtype, device) and the shift is subtracted by torch, with the caller's thread
-        count (:func:`_one_thread` keeps its pool asleep during a pass on numpy's BLAS); numpy
-        arrays are upcast by numpy. With ``check`` each block is screened for NaN/inf and
-        overflow by its sum of squares (numpy's own loop, no BLAS pool); without, the caller
-        checks a sum of squares of all the data (:meth:`check_sum_of_squares`).
-        """
-        a = self.data.T if transpose else self.data
-        rows, cols = int(a.shape[0]), int(a.shape[1])
-        if rows == 0:
-            return
-        step = min(rows, max(64, cols, _CHUNK_ELEMENTS // max(cols, 1)))
-        buf = np.empty((step, cols + int(ones)))
-        if ones:
-            buf[:, cols] = 1.0
-        out = torch.from_numpy(buf)[:, :cols]
-        shift_t = None if shift is None else torch.from_numpy(shift)
-        for start in range(0, rows, step):
-            block = a[start : start + step]
-            k = int(block.shape[0])
-            if isinstance(block, torch.Tensor):
-                out[:k].copy_(block)  # converts dtype and moves to CPU in one pass
-            else:
-                np.copyto(buf[:k, :cols], block)
-            if shift_t is not None:
-                out[:k].sub_(shift_t)  # measured ~2x faster than numpy's in-place subtract
-            if check:
-                flat = buf[:k, :cols].reshape(-1)
-                # NaN/inf propagate into the sum of squares, and so does overflow, which would
-                # ruin every Gram-based metric. The elementwise test runs only to word the error.
-                self.check_sum_of_squares(float(np.einsum("i,i->", flat, flat)))
-            yield buf[:k]
-
-    def chunks(self) -> Iterator[torch.Tensor]:
-        """Checked :meth:`blocks` as float64 CPU tensors (sharing the buffer)."""
-        for b in self.blocks(check=True):
-            yield torch.from_numpy(b)
-
-    def check_sum_of_squares(self, total: float) -> None:
-        """Raise the input error unless ``total``, a sum of squares of the data, is finite."""
-        if not math.isfinite(total):
-            self._raise_not_finite()
-
-    def _raise_not_finite(self) -> NoReturn:
-        for b in self.blocks():
-            if not np.isfinite(b).all():
-                raise ValueError(f"{self.name} contains NaN or inf values")
-        raise ValueError(f"{self.name} has values too large: their squares overflow")
-
-    def full(self) -> np.ndarray:
-        """The whole matrix as a new float64 array; for small inputs and the exact SVD."""
-        out = np.empty(self.shape)
-        start = 0
-        for b in self.blocks(check=True):
-            out[start : start + b.shape[0]] = b
-            start += b.shape[0]
-        return out
-
-
-def _validate(x: ArrayLike, name: str, *, min_rows: int = 2, ncols: int | None = None) -> _Matrix:
-    """Check rank, dtype and size of ``x`` (cheap metadata checks; finiteness is checked per pass).
-
-    Integer, bool and complex inputs are rejected: in this project they are always a mistake
-    (token ids instead of embeddings, a mask, a spectrum with phases), and silently casting them
-    would hide it.
-    """
-    if isinstance(x, torch.Tensor):
-        data: np.ndarray | torch.Tensor = x.detach()
-        ok_dtype = x.is_floating_point()
-    else:
-        data = np.asarray(x)
-        ok_dtype = data.dtype.kind == "f"
-    if data.ndim != 2:
-        raise ValueError(
-            f"{name} must be 2-D with points in rows, got shape {tuple(data.shape)} ({data.ndim}-D)"
-        )
-    if not ok_dtype:
-        raise ValueError(
-            f"{name} must have a real floating dtype (float16/bfloat16/float32/float64), "
-            f"got {data.dtype}; cast explicitly if this is intended"
-        )
-    n, d = int(data.shape[0]), int(data.shape[1])
-    if n < min_rows:
-        raise ValueError(f"{name} needs at least {min_rows} rows (points), got {n}")
-    if d < 1:
-        raise ValueError(f"{name} needs at least 1 column (feature), got shape {(n, d)}")
-    if ncols is not None and d != ncols:
-        raise ValueError(f"{name} must have {ncols} columns, got shape {(n, d)}")
-    return _Matrix(data, name)
-
-
-def _validate_cov(c: ArrayLike, name: str, *, dim: int | None = None) -> np.ndarray:
-    """Validate a covariance: square d x d, finite, symmetric up to ``_COV_RTOL``; float64.
-
-    The tolerance admits covariances computed in float32 (whose matmul need not be exactly
-    symmetric); the result is symmetrised so that ``eigh`` sees exactly what was meant.
-    """
-    m = _validate(c, name, min_rows=1)
-    n, d = m.shape
-    if n != d or (dim is not None and d != dim):
-        want = f"({dim}, {dim})" if dim is not None else "square (d, d)"
-        raise ValueError(f"{name} must have shape {want}, got {(n, d)}")
-    a = m.full()
-    if float(np.abs(a - a.T).max()) > _COV_RTOL * float(np.abs(a).max()):
-        raise ValueError(f"{name} must be symmetric (a covariance matrix)")
-    return 0.5 * (a + a.T)
-
-
-# --------------------------------------------------------------------------------------------
-# Gram accumulation (symmetric rank-k updates) and streaming covariance
-# --------------------------------------------------------------------------------------------
-def _column_blocks(d: int) -> list[tuple[int, int]]:
-    """Split d columns into k <= 4 blocks of >= 192 columns, for the block-triangular update."""
-    k = min(4, max(1, d // 192))
-    edges = [round(i * d / k) for i in range(k + 1)]
-    return list(zip(edges[:-1], edges[1:], strict=True))
-
-
-def _add_gram_torch_(acc: torch.Tensor, c: torch.Tensor) -> None:
-    """acc += c^T c on the block upper triangle only, with torch's BLAS (which has no syrk).
-
-    Block rows [j0, j1) x [j0, d) by gemm do (k + 1) / (2 k) of the flops of a full c^T c
-    (62.5 % for k = 4) at full BLAS efficiency.
-    """
-    for j0, j1 in _column_blocks(c.shape[1]):
-        acc[j0:j1, j0:].addmm_(c[:, j0:j1].T, c[:, j0:])
-
-
-def _gram(
-    m: _Matrix,
-    *,
-    transpose: bool = False,
-    shift: np.ndarray | None = None,
-    ones: bool = False,
-    center_rows: bool = False,
-    torch_blas: bool = False,
-) -> np.ndarray:
-    """Float64 ``sum_B B^T B`` over the blocks B of :meth:`_Matrix.blocks`; exactly symmetric.
-
-    ``center_rows`` subtracts each block row's own mean first (the columns of W, when W W^T is
-    read through ``transpose``). numpy sends ``B.T @ B`` on one buffer to BLAS syrk and mirrors
-    the triangle; ``torch_blas`` accumulates the upper triangle with torch's BLAS instead
-    (:func:`_add_gram_torch_`) and mirrors it at the end. The trace, a sum of squares of all
-    the data read, is the finiteness check: NaN, inf and overflow all reach it.
-    """
-    acc: np.ndarray | None = None
-    with contextlib.nullcontext() if torch_blas else _one_thread():
-        for b in m.blocks(transpose=transpose, shift=shift, ones=ones):
-            with np.errstate(invalid="ignore", over="ignore"):  # non-finite: reported below
-                if center_rows:
-                    b -= b.mean(axis=1, keepdims=True)
-                if torch_blas:
-                    if acc is None:
-                        acc = np.zeros((b.shape[1], b.shape[1]))
-                    _add_gram_torch_(torch.from_numpy(acc), torch.from_numpy(b))
-                elif acc is None:
-                    acc = b.T @ b
-                else:
-                    acc += b.T @ b
-    if acc is None:
-        raise ValueError(f"{m.name} has no rows")
-    if torch_blas:  # mirror the upper triangle (gemm's diagonal blocks need not be symmetric)
-        acc = np.triu(acc)
-        acc += np.triu(acc, 1).T
-    m.check_sum_of_squares(float(np.trace(acc)))
-    return acc
-
-
-def _first_block_mean(m: _Matrix) -> np.ndarray:
-    """Column means of the first block, taken relative to its first row.
-
-    Relative to a row so that a constant column gets exactly its value (and exactly zero
-    variance after the shift), whatever the rounding of a mean of equal numbers.
-    """
-    with _one_thread():
-        b = next(m.blocks())
-    x0 = b[0].copy()
-    with np.errstate(invalid="ignore", over="ignore"):  # non-finite data: reported by _gram
-        b -= x0
-        return x0 + b.mean(axis=0)
-
-
-def _scatter(
-    m: _Matrix, shift: np.ndarray | None = None, *, torch_blas: bool = False
-) -> tuple[int, np.ndarray, np.ndarray]:
-    """``(n, mean, M2)`` of the rows of ``m``: ``M2 = sum_i (x_i - mean)(x_i - mean)^T``, float64.
-
-    One pass for data close to ``shift`` (default: the mean of the first block): the Gram of
-    the blocks ``[x - shift, 1]`` holds ``G = sum (x - s)(x - s)^T``, ``t = sum (x - s)`` and
-    n, and ``M2 = G - n delta delta^T`` with ``delta = t / n = mean - s``. Subtracting cancels
-    ``n delta_j^2`` of ``G_jj``, so this is kept only while ``n delta_j^2 <= _SHIFT_SLACK *
-    M2_jj`` for every column j: then G_jj <= (1 + ``_SHIFT_SLACK``) M2_jj, and the rounding
-    error bound of every entry of M2 is at most that factor times the bound for exactly centred
-    data. Otherwise (the first block is unlike the rest, e.g. sorted or drifting data) a second
-    pass with ``s = mean`` is final: the corrected two-pass algorithm of Chan, Golub & LeVeque
-    (1983). For rows in random order n delta^2 ~ M2 / (rows per block), so one pass suffices.
-    A column whose centred sum of squares comes out <= 0 (constant data) gets an exactly zero
-    row and column. ``torch_blas``: see :func:`_gram`.
-    """
-    s = _first_block_mean(m) if shift is None else shift
-    for final in (False, True):
-        a = _gram(m, shift=s, ones=True, torch_blas=torch_blas)
-        d = a.shape[0] - 1
-        n = float(a[d, d])  # a sum of ones: exact
-        delta = a[:d, d] / n
-        cancel = np.outer(delta, delta)  # exactly symmetric, and so is n times it
-        cancel *= n
-        m2 = a[:d, :d]  # a view: the last row and column of a have been read
-        m2 -= cancel
-        var = np.diag(m2).copy()
-        if final or bool(np.all(n * delta * delta <= _SHIFT_SLACK * var)):
-            break
-        s = s + delta
-    dead = var <= 0.0
-    if dead.any():
-        m2[dead, :] = 0.0
-        m2[:, dead] = 0.0
-    return int(n), s + delta, m2
 
 
 class StreamingCovariance:
     """Mean and covariance of rows seen in batches, in O(d^2) memory, accurate to float64.
 
-    Each batch's scatter ``M2_b`` comes from :func:`_scatter`, shifted by the running mean (by its
+    Each batch's scatter ``M2_b`` comes from :func:`scatter`, shifted by the running mean (by its
     first block's mean for the first batch), so it never subtracts two large, nearly equal
     quantities, even when the mean is large compared with the spread (typical of LM
     activations); batches are combined with the pairwise update of Chan, Golub & LeVeque (1979):
@@ -391,11 +122,11 @@ class StreamingCovariance:
 
     def update(self, batch: ArrayLike) -> StreamingCovariance:
         """Add a batch of rows, shape (b, dim) with b >= 0; returns ``self`` for chaining."""
-        return self._update_validated(_validate(batch, "batch", min_rows=0, ncols=self.dim))
+        return self._update_validated(validate(batch, "batch", min_rows=0, ncols=self.dim))
 
-    def _update_validated(self, m: _Matrix) -> StreamingCovariance:
+    def _update_validated(self, m: Matrix) -> StreamingCovariance:
         if m.shape[0]:
-            self._combine(*_scatter(m, self._mean if self._n else None, torch_blas=True))
+            self._combine(*scatter(m, self._mean if self._n else None, torch_blas=True))
         return self
 
     def merge(self, other: StreamingCovariance) -> StreamingCovariance:
@@ -412,16 +143,16 @@ class StreamingCovariance:
 # --------------------------------------------------------------------------------------------
 def _eigvalsh(a: np.ndarray) -> np.ndarray:
     """Ascending eigenvalues of a small symmetric float64 matrix (torch/MKL on one thread)."""
-    with _one_thread():
+    with one_thread():
         return torch.linalg.eigvalsh(torch.from_numpy(a)).numpy()
 
 
-def _gram_eigenvalues(m: _Matrix, *, center: bool) -> tuple[np.ndarray, np.ndarray]:
+def _gram_eigenvalues(m: Matrix, *, center: bool) -> tuple[np.ndarray, np.ndarray]:
     """Squared singular values of W (or of W with centred columns) and their rounding errors.
 
     Uses the smaller Gram matrix: ``W^T W`` (d x d) if d <= n, else ``W W^T`` (n x n), so exactly
     r = min(n, d) values come back, descending and clipped at 0. Centring W^T W goes through
-    :func:`_scatter`; for W W^T the blocks are W's columns, centred on their own means.
+    :func:`scatter`; for W W^T the blocks are W's columns, centred on their own means.
 
     Error model for lam_j (float64 Gram + ``eigvalsh``): a relative part from summing n + d
     terms and an absolute floor from the eigensolver, tau_j = 2 eps (sqrt(n + d) lam_j +
@@ -431,15 +162,15 @@ def _gram_eigenvalues(m: _Matrix, *, center: bool) -> tuple[np.ndarray, np.ndarr
     """
     n, d = m.shape
     if center and n >= d:
-        gram = _scatter(m)[2]
+        g = scatter(m)[2]
     else:
-        gram = _gram(m, transpose=n < d, center_rows=center)
-    lam = np.clip(_eigvalsh(gram)[::-1], 0.0, None)
+        g = gram(m, transpose=n < d, center_rows=center)
+    lam = np.clip(_eigvalsh(g)[::-1], 0.0, None)
     tau = 2.0 * _EPS * (math.sqrt(n + d) * lam + math.sqrt(lam.size) * float(lam[0]))
     return lam, tau
 
 
-def _exact_singular_values(m: _Matrix, *, center: bool) -> np.ndarray:
+def _exact_singular_values(m: Matrix, *, center: bool) -> np.ndarray:
     """Singular values by a float64 SVD of the (centred) matrix; the slow, exact reference."""
     a = torch.from_numpy(m.full())
     if center:
@@ -487,7 +218,7 @@ def effective_rank(W: ArrayLike, *, squared: bool = False, center: bool = False)
     (``_entropy_error``) therefore decides: above 1e-10 relative, the spectrum is recomputed by
     a full float64 SVD (exact but ~5-10x slower), so the result is float64-accurate either way.
     """
-    m = _validate(W, "W")
+    m = validate(W, "W")
     lam, tau = _gram_eigenvalues(m, center=center)
     if lam[0] == 0.0:
         what = "has zero variance (all rows identical)" if center else "is all zeros"
@@ -508,7 +239,7 @@ def singular_entropy(W: ArrayLike, *, squared: bool = False, center: bool = Fals
     rank W can have, also when ``center=True`` (so values are comparable across variants).
     Options as in :func:`effective_rank`.
     """
-    n, d = _validate(W, "W").shape
+    n, d = validate(W, "W").shape
     return math.log(min(n, d)) - math.log(effective_rank(W, squared=squared, center=center))
 
 
@@ -518,7 +249,7 @@ def stable_rank(W: ArrayLike) -> float:
     ``W``: (n, d), not centred. Both sums are dominated by the large eigenvalues of the float64
     Gram matrix, so this route is accurate to ~1e-15 relative.
     """
-    lam, _ = _gram_eigenvalues(_validate(W, "W"), center=False)
+    lam, _ = _gram_eigenvalues(validate(W, "W"), center=False)
     if lam[0] == 0.0:
         raise ValueError("stable rank is undefined: W is all zeros")
     return float(lam.sum() / lam[0])
@@ -581,7 +312,7 @@ def _cov_eigenvalues(cov: np.ndarray, name: str) -> np.ndarray:
     """
     lam = _eigvalsh(cov)
     scale = float(np.abs(lam).max())
-    if lam[0] < -_COV_RTOL * scale:
+    if lam[0] < -COV_RTOL * scale:
         raise ValueError(
             f"{name} is not positive semidefinite (eigenvalue {lam[0]:.3g}, largest {scale:.3g})"
         )
@@ -596,7 +327,7 @@ def isoscore_from_cov(C: ArrayLike) -> float:
     IsoScore is scale-invariant, so population (ddof=0) and sample (ddof=1) covariances give the
     same value. 1 = isotropic, 0 = all variance in one direction.
     """
-    cov = _validate_cov(C, "C")
+    cov = validate_cov(C, "C")
     return _isoscore_from_eigenvalues(_cov_eigenvalues(cov, "C"))
 
 
@@ -617,7 +348,7 @@ def isoscore_star_from_cov(C: ArrayLike, C0: ArrayLike | None = None, zeta: floa
     ``C0``; :func:`isoscore_star` uses the sample covariance (ddof=1) as the package does.
     """
     z = _check_zeta(zeta)
-    cov = _validate_cov(C, "C")
+    cov = validate_cov(C, "C")
     return _shrunk_isoscore(cov, _shrinkage_target(C0, cov.shape[0]), z)
 
 
@@ -627,7 +358,7 @@ def _shrinkage_target(C0: ArrayLike | None, d: int) -> np.ndarray | None:
     when the shrunk matrix happens to stay PSD."""
     if C0 is None:
         return None
-    c0 = _validate_cov(C0, "C0", dim=d)
+    c0 = validate_cov(C0, "C0", dim=d)
     _cov_eigenvalues(c0, "C0")  # raises if clearly not PSD
     return c0
 
@@ -659,7 +390,7 @@ def isoscore(X: ArrayLike) -> float:
     Matches ``IsoScore.IsoScore(X)`` of the reference package 2.0.1 to ~1e-7: the package
     computes the covariance in the input's precision and sqrt(d) in float32 (``torch.sqrt`` of
     an int64 tensor) even for float64 input. Here the covariance is accumulated in float64 in one
-    pass over X (:func:`_scatter`), so the result is float64-accurate and no centred copy of X is
+    pass over X (:func:`scatter`), so the result is float64-accurate and no centred copy of X is
     made; the participation ratio is read off its trace and Frobenius norm (no ``eigh``).
     """
     return isoscore_star(X)
@@ -672,9 +403,9 @@ def isoscore_star(X: ArrayLike, C0: ArrayLike | None = None, zeta: float = 0.0) 
     ``(1 - zeta) C + zeta C0``; ``C0`` (d, d) symmetric, ``None`` = identity; zeta in [0, 1].
     """
     z = _check_zeta(zeta)  # all cheap checks first, before the pass over X
-    m = _validate(X, "X")
+    m = validate(X, "X")
     c0 = _shrinkage_target(C0, m.shape[1])
-    n, _, m2 = _scatter(m)
+    n, _, m2 = scatter(m)
     return _shrunk_isoscore(m2 / (n - 1), c0, z, cov_is_psd=True)
 
 
@@ -689,7 +420,7 @@ def mean_cosine_similarity(X: ArrayLike) -> float:
     (||s||^2 - n) / (n (n - 1)); in float64 the absolute error is ~1e-15, also near 0.
     Not translation-invariant (it measures the cone around the origin, by design).
     """
-    m = _validate(X, "X")
+    m = validate(X, "X")
     n, d = m.shape
     s = torch.zeros(d, dtype=torch.float64)
     offset = 0
@@ -712,7 +443,7 @@ def _logsumexp_rows(a: np.ndarray) -> np.ndarray:
     return top + np.log(np.exp(a - top).sum(axis=0))
 
 
-def _log_partition(m: _Matrix, basis: np.ndarray | torch.Tensor) -> np.ndarray:
+def _log_partition(m: Matrix, basis: np.ndarray | torch.Tensor) -> np.ndarray:
     """log Z(c) = logsumexp_w(c . w) for c in the columns of ``basis`` and of ``-basis``.
 
     Streamed over row blocks and combined with ``logaddexp``, so nothing overflows; on numpy's
@@ -721,7 +452,7 @@ def _log_partition(m: _Matrix, basis: np.ndarray | torch.Tensor) -> np.ndarray:
     """
     b = np.asarray(basis, dtype=np.float64)
     acc = np.full(2 * b.shape[1], -math.inf)
-    with _one_thread():
+    with one_thread():
         for c in m.blocks(check=True):
             proj = c @ b
             lse = np.concatenate([_logsumexp_rows(proj), _logsumexp_rows(-proj)])
@@ -745,8 +476,8 @@ def partition_isotropy(W: ArrayLike) -> float:
     Not scale-invariant. In (0, 1]; 1 means Z is equal along all tested directions. A ratio
     below ~1e-308 underflows to 0.0.
     """
-    m = _validate(W, "W")
-    with _one_thread():
-        _, vecs = torch.linalg.eigh(torch.from_numpy(_gram(m)))
+    m = validate(W, "W")
+    with one_thread():
+        _, vecs = torch.linalg.eigh(torch.from_numpy(gram(m)))
     log_z = _log_partition(m, vecs.numpy())
     return math.exp(float(log_z.min() - log_z.max()))

@@ -47,7 +47,8 @@ from typing import Any
 
 from geolib.config import checked_number, load_params
 from geolib.models import runs
-from geolib.models.train import Branch, branch_problem, train
+from geolib.models.branch import Branch, branch_problem
+from geolib.models.train import train
 from geolib.models.train_config import TrainConfig, lr_at, merged_config
 from geolib.stage import add_jobs_option
 
@@ -344,7 +345,7 @@ def branch_plan(params: Mapping[str, Any], names: list[str]) -> dict[str, tuple[
     """The points of ``names`` that start from another point's checkpoint: name → (the point
     it branches from, the step). Among the budgets of one design point, the largest trains
     from step 0 and each smaller one branches from it where its own decay begins, wherever
-    that changes no number (:func:`geolib.models.train.branch_problem`: a warmup-stable-decay
+    that changes no number (:func:`geolib.models.branch.branch_problem`: a warmup-stable-decay
     schedule whose stable phases contain the step). A point not in the plan trains from 0."""
     groups: dict[str, list[Point]] = {}
     for name in names:

@@ -1,12 +1,12 @@
 """Seed replicates of the default Paper A models: the trained model, not a token, is the unit.
 
 Each replicate is a default model (section ``train_<model>`` over ``train``: pythia, olmo,
-bert, and the warm-up alternative olmo_warmup2) trained again with another seed; only ``seed`` changes (initialisation, batch
-order, validation draw). Its name is ``<model>-s<seed>`` and it trains into
-``<run_root>/<name>``, so a DVC ``foreach`` stage per name retrains exactly the replicates whose
-values change. The default run (``runs/<model>``) has the seed of its section (``seed`` of
-``train_<model>``, else ``common.seed``), not repeated here. ``seeds`` are every model's
-replicate seeds; ``seeds_of`` gives a model its own list instead.
+bert, and the warm-up alternative olmo_warmup2) trained again with another seed; only ``seed``
+changes (initialisation, batch order, validation draw). Its name is ``<model>-s<seed>`` and it
+trains into ``<run_root>/<name>``, so a DVC ``foreach`` stage per name retrains exactly the
+replicates whose values change. The default run (``runs/<model>``) has the seed of its section
+(``seed`` of ``train_<model>``, else ``common.seed``), not repeated here. ``seeds`` are every
+model's replicate seeds; ``seeds_of`` gives a model its own list instead.
 
     python -m geolib.models.replicas names              # the replicates of section `replicas`
     python -m geolib.models.replicas train NAME         # stage train_replica@NAME

@@ -14,14 +14,14 @@ from geolib.data.corpus import (
     assign_splits,
     cap_documents,
     corpus_splits,
-    main,
     prepare_corpus,
-    prepare_hub_corpus,
     read_jsonl,
     read_kjv_jsonl,
     read_text_files,
     write_jsonl,
 )
+from geolib.data.hub_corpus import prepare_hub_corpus
+from geolib.data.prepare import main
 from geolib.data.text import clean_text, segment_text
 from geolib.files import sha256_file
 from tests.synthetic_packages import SOURCES

@@ -38,7 +38,7 @@ MODEL_MODULES = {
 }
 #: … and the ones that read tables or text only
 MODEL_FREE = {
-    "geolib.data.corpus",
+    "geolib.data.prepare",
     "geolib.data.tokenizer",
     "geolib.experiments.geometry_performance",
 }

@@ -18,13 +18,12 @@ from safetensors.torch import load_file
 
 from geolib.files import sha256_file
 from geolib.models import train_config
+from geolib.models.branch import Branch, branch_problem
 from geolib.models.families import ModelConfig
 from geolib.models.resume import RunIdentityError
 from geolib.models.runs import METRIC_COLUMNS
 from geolib.models.train import (
     IGNORE_INDEX,
-    Branch,
-    branch_problem,
     main,
     mask_tokens,
     sample_windows,
