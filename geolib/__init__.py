@@ -58,9 +58,11 @@ theory/              imports measure; one room per claim of Paper A's theory
     gradients        tangent gradient dominance (A3)
 experiments/         imports config, files, stage, data, models, measure, theory; no other
                      experiment
-    gradient_energy      the A4/A6/A7 analysis stage over checkpoints (tables)
+    gradient_energy      the A4/A6/A7 analysis stage over checkpoints (tables; each model's
+                         counts)
     residual_isotropy    the A5 analysis stage over checkpoints, with its tautology references
-    frequency_collapse   the A1 (trained models) analysis stage: per-type tables and slopes
+    frequency_collapse   the A1 (trained models) analysis stage: per-type tables and slopes,
+                         each model's units
     sweep                measuring each sweep point (W, H, losses); the sweep's progress
     sweep_submit         the sweep on a cluster: one SLURM job per point through submitit
     geometry_performance the B1–B5/B7 analysis stage over the sweep (tables)
@@ -92,6 +94,7 @@ report/              imports config, files, measure; knows no models
         forgetting_section   what B8 reads of params.yaml, checked when built
         outcome_association  B8's statistics: an outcome's spread over noise; R² and partial ρ
         saturation           B6 (rules v3)
+        scale                each claim's trend with model size over the ladder's models
     compute          the compute behind each chapter and the build, from the run log
     plotting         the figure style; byte-reproducible saving; ``show``, ``show_table``
     measure_figure   ``geolib measure``'s per-layer profiles, in the book's style

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from geolib.data.tokens import load_tokens
-from geolib.files import write_json, write_table
+from geolib.files import write_csv, write_json, write_table
 from geolib.measure.frequency import (
     TypeStates,
     frequency_bins,
@@ -223,7 +223,29 @@ def run_stage(p: dict[str, Any], log=print) -> dict[str, Any]:
         list(p["runs"]), lambda runs: summarise([f for f in tables["fits"] if f["run"] in runs])
     )
     write_json(out / "summary.json", summary, indent=1, sort_keys=True)
+    # every digit: the scale chapter fits these numbers again (the house 6 digits would move them)
+    write_csv(out / "per_model.csv", pd.DataFrame(per_model_units(tables["fits"])), index=False)
     return summary
+
+
+def per_model_units(fits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each trained model's own A1 units (:func:`summarise` of its fits alone), one row per run
+    in the order of ``fits``: the key numbers the scale chapter fits against model size."""
+    rows = []
+    for run in dict.fromkeys(f["run"] for f in fits):
+        for optimizer, units in summarise([f for f in fits if f["run"] == run]).items():
+            rows.append(
+                {
+                    "run": run,
+                    "optimizer": optimizer,
+                    "states_successes": units["states"]["successes"],
+                    "states_units": units["states"]["n_units"],
+                    "rows_successes": units["rows"]["successes"],
+                    "rows_units": units["rows"]["n_units"],
+                    "median_state_slope": units["median_state_slope"],
+                }
+            )
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -73,7 +73,9 @@ from geolib.models.checkpoints import (
 )
 from geolib.models.device import resolve_device
 from geolib.models.fingerprint import weights_hash
-from geolib.models.replicas import per_seed
+from geolib.models.ladder import run_size
+from geolib.models.replicas import identity, per_seed
+from geolib.models.runs import is_run_dir
 from geolib.models.token_groups import TokenGroup, run_checkpoints, token_groups
 from geolib.stage import stage
 
@@ -511,7 +513,32 @@ def run_stage(p: dict[str, Any], log=print) -> dict[str, Any]:
         ),
     )
     write_json(out / "summary.json", summary, indent=1, sort_keys=True)
+    if "a4_v2" in p:
+        write_table(out / "per_model.csv", pd.DataFrame(per_model_counts(ratios, losses, p)))
     return summary
+
+
+def per_model_counts(ratios: Any, losses: Any, p: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each trained model's own v2 counts of A4 and A7 (the primary analyses of
+    :func:`rule_v2_counts` on its rows alone) with its seed and non-embedding parameters
+    (:func:`~geolib.models.ladder.run_size`; ``None`` for a hub id), one row per run in the
+    section's order: the key numbers the scale chapter fits against model size."""
+    rows = []
+    for run in (r for r in p["runs"] if r in set(ratios["run"])):
+        counts = rule_v2_counts(ratios[ratios["run"] == run], losses[losses["run"] == run], p)
+        a4, a7 = counts["a4_v2"]["primary"], counts["a7_v2"]["primary"]
+        rows.append(
+            {
+                "run": run,
+                "seed": identity(run)[1],
+                "non_embedding": run_size(run)["non_embedding"] if is_run_dir(run) else None,
+                "a4_successes": a4["successes"],
+                "a4_units": a4["n_units"],
+                "a7_successes": a7["successes"],
+                "a7_units": a7["n_units"],
+            }
+        )
+    return rows
 
 
 def summarise_tables(results: list[RunResult], ratios: Any, losses: Any, p: dict[str, Any]):

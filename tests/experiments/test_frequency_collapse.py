@@ -116,3 +116,26 @@ def test_stage_on_tiny_runs(tiny_runs, tmp_path):
     saved = json.loads((out / "summary.json").read_text())
     assert saved["adamw"]["rows"]["n_units"] == 1 and saved["sgd"]["states"]["n_units"] == 2
     assert summary["n_state_tokens"] == saved["n_state_tokens"] == (8000 // 16) * 16
+    # each model's own units, every digit kept: the same counts as the summary of its fits alone
+    per_model = pd.read_csv(out / "per_model.csv")
+    assert per_model["run"].tolist() == p["runs"]
+    for _, row in per_model.iterrows():
+        alone = fc.summarise(fits[fits["run"] == row["run"]].to_dict("records"))
+        units = alone[row["optimizer"]]
+        assert row["states_successes"] == units["states"]["successes"]
+        assert row["states_units"] == units["states"]["n_units"]
+        assert row["rows_units"] == units["rows"]["n_units"]
+        assert row["median_state_slope"] == units["median_state_slope"]
+
+
+def test_per_model_units_one_row_per_run_and_optimizer():
+    fits = [
+        {"run": r, "optimizer": o, "measure": "states", "layer": "block1", "estimate": e}
+        | {"low": e - 0.1, "high": e + 0.05}
+        for r, o, e in (("b", "adamw", -0.3), ("a", "sgd", 0.2), ("b", "adamw", 0.1))
+    ]
+    rows = fc.per_model_units(fits)
+    assert [(r["run"], r["optimizer"]) for r in rows] == [("b", "adamw"), ("a", "sgd")]
+    assert (rows[0]["states_successes"], rows[0]["states_units"]) == (1, 2)
+    assert rows[0]["median_state_slope"] == pytest.approx(-0.1)
+    assert rows[0]["rows_units"] == 0  # no embedding-row fits

@@ -10,6 +10,8 @@ import pandas as pd
 import pytest
 
 from geolib.experiments import gradient_energy as ge
+from geolib.models.ladder import run_size
+from geolib.models.runs import read_run_info
 from tests.models.test_checkpoints import V, make_tokenizer
 from tests.tiny import probe_section, run_quietly
 
@@ -137,6 +139,22 @@ def test_stage_on_decoder_and_encoder_runs(decoder_and_encoder_runs, tmp_path):
     assert saved["a4"]["low"] <= saved["a4"]["value"] <= saved["a4"]["high"]
     assert saved["a6"]["n_units"] > 0 and saved["a7"]["n_units"] == 2  # pythia, 2 blocks
     assert summary["key_rank"] == 2
+    # each model's own counts: the same rule on its rows alone, with its seed and size
+    per_model = pd.read_csv(tmp_path / "out" / "per_model.csv")
+    assert per_model["run"].tolist() == p["runs"]
+    for _, row in per_model.iterrows():
+        alone = ge.rule_v2_counts(
+            table[table["run"] == row["run"]], losses[losses["run"] == row["run"]], p
+        )
+        assert row["a4_successes"] == alone["a4_v2"]["primary"]["successes"]
+        assert row["a4_units"] == alone["a4_v2"]["primary"]["n_units"]
+        assert row["a7_successes"] == alone["a7_v2"]["primary"]["successes"]
+        assert row["a7_units"] == alone["a7_v2"]["primary"]["n_units"]
+        size = run_size(row["run"])
+        assert row["non_embedding"] == size["non_embedding"] < size["params"]
+        assert row["seed"] == read_run_info(row["run"])["config"]["seed"]
+    # the units of one model add up to the pooled count (the decoder's: A7 is decoders only)
+    assert per_model["a7_units"].sum() == summary["a7_v2"]["primary"]["n_units"]
 
 
 def test_duplicate_checkpoints_are_flagged(decoder_and_encoder_runs, tmp_path):

@@ -7,7 +7,8 @@ Every module of :data:`CHAPTERS` has
   parameters file (its own section with the notebook's overrides, and the top-level
   ``verdicts``), checked together before any table is read, and the analysis stages' tables it
   decides on;
-- ``verdicts(tables, section) -> list[Claim]``: its rows of the claims table.
+- ``verdicts(tables, section) -> list[Claim]``: its rows of the claims table (the scale chapter:
+  its cells of the table's "trend with size" column, :class:`~geolib.report.trends.TrendRow`).
 
 A notebook reads, plots and explains; its verdicts are these three lines::
 
@@ -38,6 +39,7 @@ CHAPTERS = (
     "geometry_performance",
     "training_knobs",
     "forgetting_quantization",
+    "scale",
 )
 #: each function of the interface and its parameters, in order
 SIGNATURES = {
