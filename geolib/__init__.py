@@ -3,6 +3,8 @@
 The package is built in wings by concept; data flows down the map. A wing imports only the
 wings named after ``imports`` (``tests/test_package.py`` holds the rule and keeps this map
 complete); no experiment imports another, and no private name (``_x``) crosses a module.
+Notebooks (``notebooks/``) read, plot and explain: they import any wing but ``experiments``
+(an analysis runs in its stage, and a chapter decides through its module under ``report``).
 
 config               a stage's view of ``params.yaml``; profiles; checked numbers and flags
 files                content hashes; tables, JSON and arrays written whole or not at all

@@ -5,6 +5,7 @@ crosses a module, and an edit to measurement code retrains nothing (read off ``d
 from __future__ import annotations
 
 import ast
+import json
 import re
 from pathlib import Path, PurePosixPath
 
@@ -44,8 +45,13 @@ def _modules() -> list[Path]:
 
 def _imports(path: Path) -> list[tuple[str, list[str]]]:
     """``(module, names)`` of every ``geolib`` import in ``path``, at any depth."""
+    return _imports_in(path.read_text())
+
+
+def _imports_in(source: str) -> list[tuple[str, list[str]]]:
+    """``(module, names)`` of every ``geolib`` import in Python ``source``, at any depth."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             found += [(a.name, []) for a in node.names if a.name.split(".")[0] == "geolib"]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -121,6 +127,66 @@ def import_violations(paths: list[Path]) -> list[str]:
 
 def test_wings_import_only_what_the_map_allows():
     assert import_violations(_modules()) == []
+
+
+#: what a notebook may import (the map's paragraph on notebooks): every wing but experiments
+NOTEBOOK_ALLOWED = {"config", "files", "stage", "data", "models", "measure", "theory", "report"}
+
+
+def notebook_code(path: Path) -> str:
+    """The code cells of a notebook as one Python source (IPython's ``%`` and ``!`` lines
+    dropped)."""
+    cells = json.loads(path.read_text())["cells"]
+    lines = [
+        line
+        for c in cells
+        if c["cell_type"] == "code"
+        for line in "".join(c["source"]).splitlines()
+        if not line.lstrip().startswith(("%", "!"))
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def notebook_import_violations(paths: list[Path]) -> list[str]:
+    """Every import of a notebook that reaches past what a notebook may import, or a private
+    name, as ``notebook: message``."""
+    problems = []
+    for path in paths:
+        for module, names in _imports_in(notebook_code(path)):
+            for target in _targets(module, names):
+                parts = target.split(".")
+                wing = parts[1] if len(parts) > 1 else "geolib"
+                if wing not in NOTEBOOK_ALLOWED:
+                    problems.append(f"{path.name}: imports {wing} ({target})")
+            private = [n for n in names if n.startswith("_") and not n.startswith("__")]
+            if private:
+                problems.append(f"{path.name}: imports private {private} from {module}")
+    return problems
+
+
+def test_notebooks_import_only_what_the_map_allows():
+    notebooks = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    assert len(notebooks) > 10
+    assert notebook_import_violations(notebooks) == []
+    assert "Notebooks" in DOC and "but ``experiments``" in DOC  # the map states the rule
+
+
+def test_the_notebook_rule_catches_an_experiment_a_private_name_and_the_root(tmp_path):
+    source = (
+        "%matplotlib inline\n"
+        "from geolib.experiments import gradient_energy\n"
+        "from geolib.report.rules import _level\n"
+        "import geolib\n"
+        "from geolib.report.chapters import scale as chapter\n"
+    )
+    nb = {"cells": [{"cell_type": "code", "source": [source]}, {"cell_type": "markdown"}]}
+    path = tmp_path / "x.ipynb"
+    path.write_text(json.dumps(nb))
+    assert notebook_import_violations([path]) == [
+        "x.ipynb: imports experiments (geolib.experiments.gradient_energy)",
+        "x.ipynb: imports private ['_level'] from geolib.report.rules",
+        "x.ipynb: imports geolib (geolib)",
+    ]
 
 
 def _module_name(path: Path) -> str:
