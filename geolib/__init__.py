@@ -82,6 +82,7 @@ report/              imports config, files, measure; knows no models
     findings         the findings page: per claim, the paper's words and what held here
     findings_figure  the page's opening figure: every claim's decided number against its bar
     math_checks      A1–A3's math checks: each check decided by its rule, combined
+    schema           section schemas: each field's kind and bounds, checked before a notebook
     chapters/        one module per empirical chapter: its section, its tables, its verdicts
         interface            the one interface of a chapter module: CHAPTER, read, verdicts
         common               what the Paper A chapters share: section fields, tables, claim row

@@ -6,7 +6,8 @@ Runs ``notebooks/NAME.ipynb`` from the repository root into ``book/chapters/NAME
 then prepares that copy for the book (``geolib.report.book.present``: code folded, claim abstract).
 The notebook reads its own section of the parameters file (or the one it shares:
 ``geolib.report.outputs.section_of``). With overrides (checked against
-that section's keys and kinds before the notebook starts) or another parameters file, the
+that section's keys and kinds, and its fields against their bounds, before the notebook
+starts) or another parameters file, the
 executed copy and everything the chapter writes go to an exploration folder
 (``geolib.report.outputs``), printed at the end: the pipeline's results change only through
 ``dvc repro``.
@@ -27,6 +28,7 @@ from geolib.config import stage_params
 from geolib.files import write_text_atomic
 from geolib.report.book import present
 from geolib.report.outputs import check_overrides, section_of, stage_outputs
+from geolib.report.schema import check_section
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,8 +48,11 @@ def main(argv: list[str] | None = None) -> int:
     overrides = yaml.safe_load(args.overrides) if args.overrides else {}
     if not isinstance(overrides, dict):
         parser.error(f"-y must be a YAML mapping, got {overrides!r}")
-    # kinds checked before the notebook starts: a list where a number belongs would run no check
-    check_overrides(stage_params(args.params, section_of(args.name)), overrides)
+    # kinds checked before the notebook starts: a list where a number belongs would run no check;
+    # then every field within its bounds, together (geolib.report.schema)
+    section = section_of(args.name)
+    check_overrides(stage_params(args.params, section), overrides)
+    check_section(section, stage_params(args.params, section, overrides))
     # Made here too because papermill writes the executed copy before the first cell runs.
     out = stage_outputs(args.name, overrides, create=False, params_path=args.params)
     out_dir = Path(args.out_dir or (out.root if out.exploring else "book/chapters"))

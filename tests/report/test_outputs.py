@@ -125,3 +125,20 @@ def test_run_notebook_refuses_a_bad_override_before_the_notebook_starts(tmp_path
     key = next(k for k, v in params["chord_arc"].items() if type(v) is int)
     with pytest.raises(ValueError, match=rf"override {key}: the parameters give an integer"):
         rn.main(["chord_arc", "-y", f"{{{key}: [16, 32]}}"])
+
+
+def test_run_notebook_refuses_fields_that_cannot_go_together_before_the_notebook_starts(
+    monkeypatch,
+):
+    """A new user's first try: {dim: 32} for metric_validation passes the kind check (an
+    integer for an integer) but leaves k = 64 above the dimension; named before any cell."""
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("rn", root / "scripts" / "run_notebook.py")
+    rn = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rn)
+    monkeypatch.chdir(root)
+    monkeypatch.setattr(rn.pm, "execute_notebook", lambda *a, **k: pytest.fail("notebook ran"))
+    with pytest.raises(ValueError, match=r"k_values must be in \[1, dim=32\]: 64$"):
+        rn.main(["metric_validation", "-y", "{dim: 32}"])
