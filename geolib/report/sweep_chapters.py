@@ -50,6 +50,8 @@ from geolib.report.sweep_tables import (
     FACTORS,
     ChapterTables,
     SweepTables,
+    excluding,
+    excluding_words,
     unigram_entropy,
 )
 from geolib.report.sweep_v4 import V4, configuration, required, v4_of
@@ -544,6 +546,76 @@ def sweep_claim(
         scale=f"{scale_of_runs(tables.scale_runs())}; {paper_scale}",
         decided=PROSPECTIVE,
         numbers=decision.verdict.numbers,
+    )
+
+
+@dataclass(frozen=True)
+class BudgetRows:
+    """What a sweep chapter's claim rows at one budget share (:func:`budget_rows`): v1's checks,
+    v2's statuses, who learned, the premise, the paper's scale and the ``counts`` of intervals
+    that exclude their estimate. :meth:`row` is :func:`sweep_claim` with them filled in."""
+
+    chapter: str
+    anchors: Mapping[str, str]
+    tables: SweepTables
+    v1: Checks
+    v2: Mapping[str, str]
+    who: Learners
+    premise: WPremise
+    paper_scale: str
+    counts: str
+
+    def row(
+        self,
+        claim: str,
+        decision: Decision,
+        *,
+        spec: Mapping[str, Any],
+        alternatives: Mapping[str, str],
+        **text: str,
+    ) -> Claim:
+        """``claim``'s row (:func:`sweep_claim`; ``text``: its ``rule``, ``unit``, ``extra`` and
+        ``post_hoc``), anchored at ``anchors[claim]``."""
+        return sweep_claim(
+            claim,
+            self.chapter,
+            decision,
+            self.v1,
+            v2=self.v2[claim],
+            spec=spec,
+            tables=self.tables,
+            who=self.who,
+            premise=self.premise,
+            paper_scale=self.paper_scale,
+            counts=self.counts,
+            alternatives=alternatives,
+            anchor=self.anchors[claim],
+            **text,
+        )
+
+
+def budget_rows(
+    chapter: str,
+    anchors: Mapping[str, str],
+    tables: ChapterTables,
+    section: SweepSection,
+    v1_checks: Callable[[Any, Any], Checks],
+    v2_statuses: Callable[[Any, Any, Checks], Mapping[str, str]],
+    interval_tables: Sequence[str],
+) -> BudgetRows:
+    """A chapter's :class:`BudgetRows` from its ``v1_checks`` and ``v2_statuses`` and the
+    tables whose intervals it counts (``interval_tables``, :func:`excluding`)."""
+    v1 = v1_checks(tables, section)
+    return BudgetRows(
+        chapter,
+        anchors,
+        tables.sweep,
+        v1,
+        v2_statuses(tables, section, v1),
+        learned(tables, section),
+        settled(tables, section),
+        section.w_premise.paper_scale,
+        excluding_words(excluding(tables.sweep, interval_tables)),
     )
 
 

@@ -48,21 +48,16 @@ from geolib.report.sweep_chapters import (
     Decision,
     SweepSection,
     all_learned,
+    budget_rows,
     combined,
     decide_interval,
     enough_per_size,
     learned,
     premised,
     settled,
-    sweep_claim,
     varies_among,
 )
-from geolib.report.sweep_tables import (
-    ChapterTables,
-    excluding,
-    excluding_words,
-    read_budgets,
-)
+from geolib.report.sweep_tables import ChapterTables, read_budgets
 from geolib.report.sweep_v4 import V4, at_budget, b1_added_power
 
 CHAPTER = "geometry_performance"
@@ -477,12 +472,8 @@ RULE_WORDS = {
 def budget_verdicts(tables: Tables, section: Section) -> list[Claim]:
     """The chapter's claim rows (B1, B2, B7): each v3 verdict with its alternatives, and the v1
     and v2 verdicts beside it."""
-    v1 = v1_checks(tables, section)
-    v2 = v2_statuses(tables, section, v1)
-    learned_ = learned(tables, section)
-    premise = settled(tables, section)
-    counts = excluding_words(excluding(tables.sweep, BOOTSTRAP_TABLES))
-    by_size = rank_loss_by_size(tables, section, learned_.kept)
+    at = budget_rows(CHAPTER, ANCHORS, tables, section, v1_checks, v2_statuses, BOOTSTRAP_TABLES)
+    by_size = rank_loss_by_size(tables, section, at.who.kept)
     sizes = ", ".join(
         f"{r.size} {r.spearman:+.2f} [{r.ci_low:+.2f}, {r.ci_high:+.2f}]"
         + (" (estimate outside its interval)" if r.excludes and pd.notna(r.ci_low) else "")
@@ -490,7 +481,7 @@ def budget_verdicts(tables: Tables, section: Section) -> list[Claim]:
     )
     extra = {"B1": f" Spearman ρ(erank W, ID test loss) per size: {sizes}."}
     unit = (
-        f"trained models that learned ({len(learned_.kept)} of {len(tables.sweep.models)}), "
+        f"trained models that learned ({len(at.who.kept)} of {len(tables.sweep.models)}), "
         "size held fixed"
     )
     rows = []
@@ -498,20 +489,11 @@ def budget_verdicts(tables: Tables, section: Section) -> list[Claim]:
         spec = getattr(section, key)
         rules = {k: rule_from_params(spec[k]).describe() for k in V3_RULES[key]}
         rows.append(
-            sweep_claim(
+            at.row(
                 claim,
-                CHAPTER,
                 decide(tables, section, None),
-                v1,
-                v2=v2[claim],
                 spec=spec,
-                tables=tables.sweep,
-                who=learned_,
-                premise=premise,
-                paper_scale=section.w_premise.paper_scale,
-                counts=counts,
                 alternatives=alternatives(tables, section, claim),
-                anchor=ANCHORS[claim],
                 rule=RULE_WORDS[claim].format(**rules),
                 unit=unit,
                 extra=extra.get(claim, ""),

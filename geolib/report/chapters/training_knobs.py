@@ -32,6 +32,7 @@ from geolib.report.sweep_chapters import (
     Decision,
     SweepSection,
     all_learned,
+    budget_rows,
     cell_models,
     combined,
     compared_models,
@@ -41,15 +42,9 @@ from geolib.report.sweep_chapters import (
     seed_sd_interval,
     settled,
     share_text,
-    sweep_claim,
     words,
 )
-from geolib.report.sweep_tables import (
-    ChapterTables,
-    excluding,
-    excluding_words,
-    read_budgets,
-)
+from geolib.report.sweep_tables import ChapterTables, read_budgets
 from geolib.report.sweep_v4 import at_budget
 
 CHAPTER = "training_knobs"
@@ -376,11 +371,7 @@ def alternatives(tables: Tables, section: Section, claim: str) -> dict[str, str]
 def budget_verdicts(tables: Tables, section: Section) -> list[Claim]:
     """The chapter's claim rows (B3, B4, B5): each v3 verdict with its alternatives, and the v1
     and v2 verdicts beside it."""
-    v1 = v1_checks(tables, section)
-    v2 = v2_statuses(tables, section, v1)
-    learned_ = learned(tables, section)
-    premise = settled(tables, section)
-    counts = excluding_words(excluding(tables.sweep, EFFECT_TABLES))
+    at = budget_rows(CHAPTER, ANCHORS, tables, section, v1_checks, v2_statuses, EFFECT_TABLES)
     describe = {k: rule_from_params(section.verdict[k]).describe() for k in V1_RULES}
     rules = {
         "B3": {
@@ -398,20 +389,11 @@ def budget_verdicts(tables: Tables, section: Section) -> list[Claim]:
         d = decide(tables, section, None)
         n_pairs = int(tables.sweep.effect(factor, "w_erank").n_pairs)
         rows.append(
-            sweep_claim(
+            at.row(
                 claim,
-                CHAPTER,
                 d,
-                v1,
-                v2=v2[claim],
                 spec=getattr(section, key),
-                tables=tables.sweep,
-                who=learned_,
-                premise=premise,
-                paper_scale=section.w_premise.paper_scale,
-                counts=counts,
                 alternatives=alternatives(tables, section, claim),
-                anchor=ANCHORS[claim],
                 rule=RULE_WORDS[claim].format(**rules[claim]),
                 unit=f"matched pairs of trained models (n = {n_pairs})" + UNITS[claim](tables),
                 post_hoc=words(section.v2["seed_sd_after_data"]),
