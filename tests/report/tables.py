@@ -3,6 +3,8 @@ named as the analysis stages name them."""
 
 from __future__ import annotations
 
+import pandas as pd
+
 
 def with_interval(
     name: str, values: list[float], low: list[float], high: list[float], infix: str = ""
@@ -10,3 +12,17 @@ def with_interval(
     """The columns of ``name`` and of its interval's bounds, ``<name><infix>_low`` and
     ``<name><infix>_high`` (``infix="_ci"``: the sweep's ``_ci_low``, ``_ci_high``)."""
     return {name: values, f"{name}{infix}_low": low, f"{name}{infix}_high": high}
+
+
+def two_sizes(y: list[float]) -> pd.DataFrame:
+    """Six models of two sizes, ``y`` in their order: S with two seeds of configuration ``a``
+    and one of ``b``, M with one seed each of ``a``, ``b`` and ``c`` (names as the sweep's)."""
+    return pd.DataFrame(
+        {
+            "name": [
+                f"{n}-tD" for n in ("S-a-s0", "S-a-s1", "S-b-s0", "M-a-s0", "M-b-s0", "M-c-s0")
+            ],
+            "size": ["S", "S", "S", "M", "M", "M"],
+            "y": y,
+        }
+    )

@@ -57,7 +57,7 @@ from geolib.report.sweep_tables import (
     row_where,
     unigram_entropy,
 )
-from tests.report.tables import with_interval
+from tests.report.tables import two_sizes, with_interval
 
 POINTS = ["S-b8-s0-tD", "S-b128-s0-tD", "S-b8-s1-tD"]
 
@@ -385,15 +385,7 @@ def test_the_models_an_effect_compares_and_the_models_of_cells():
 
 
 def test_an_outcome_varies_among_the_learned_models_against_its_seed_sd():
-    models = pd.DataFrame(
-        {
-            "name": [
-                f"{n}-tD" for n in ("S-a-s0", "S-a-s1", "S-b-s0", "M-a-s0", "M-b-s0", "M-c-s0")
-            ],
-            "size": ["S", "S", "S", "M", "M", "M"],
-            "y": [1.0, 1.0, 4.0, 10.0, 12.0, 14.0],
-        }
-    )
+    models = two_sizes([1.0, 1.0, 4.0, 10.0, 12.0, 14.0])
     t = _sweep(models=models, spread=pd.DataFrame({"seed_sd": [0.5]}, index=["y"]))
     # within size: S deviations -1, -1, 2 (ss 6), M -2, 0, 2 (ss 8); dof 6 - 2 = 4
     sd = np.sqrt(14 / 4)

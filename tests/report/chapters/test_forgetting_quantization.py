@@ -23,6 +23,7 @@ from geolib.report.settled_premise import RULE_WORDS as PREMISE_RULE
 from geolib.report.settled_premise import PremiseSpec
 from geolib.report.sweep_v4 import V4
 from tests.report.chapters.sweep_params import study
+from tests.report.tables import two_sizes
 
 ENTROPY = 6.0  # unigram entropy of the "training tokens": a model learned below 5.75 nats
 SETTINGS = ("rtn4", "gptq4")
@@ -226,15 +227,7 @@ def test_tables_check_their_columns_and_models():
 
 
 def test_spread_against_closed_forms():
-    f = pd.DataFrame(
-        {
-            "name": [
-                f"{n}-tD" for n in ("S-a-s0", "S-a-s1", "S-b-s0", "M-a-s0", "M-b-s0", "M-c-s0")
-            ],
-            "size": ["S", "S", "S", "M", "M", "M"],
-            "y": [1.0, 1.2, 2.0, 5.0, 6.0, 7.0],
-        }
-    )
+    f = two_sizes([1.0, 1.2, 2.0, 5.0, 6.0, 7.0])
     f["y_ci_low"], f["y_ci_high"] = f["y"] - 1.96, f["y"] + 1.96  # one standard error of 1
     sp = oa.spread(f, "y", within=True, level=0.95)
     s_dev = np.array([1.0, 1.2, 2.0]) - 4.2 / 3
