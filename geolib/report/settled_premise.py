@@ -143,6 +143,12 @@ def w_premise(study: pd.DataFrame, spec: PremiseSpec, reached: Mapping[str, floa
     return WPremise(past, settled, "; ".join(words))
 
 
+def premise_at(study: pd.DataFrame, spec: PremiseSpec, models: pd.DataFrame) -> WPremise:
+    """:func:`w_premise` at the fewest tokens per parameter of each size of ``models``
+    (:func:`tokens_per_param`): the premise of the rows decided on those models."""
+    return w_premise(study, spec, tokens_per_param(models))
+
+
 def premise_words(premise: WPremise) -> str:
     """The premise and its outcome in one sentence (a row's detail)."""
     outcome = "holds" if premise.holds else "fails"

@@ -40,11 +40,10 @@ from geolib.report.settled_premise import RULE_WORDS as PREMISE_RULE
 from geolib.report.settled_premise import (
     PremiseSpec,
     WPremise,
+    premise_at,
     premise_words,
     premised_row,
     read_study,
-    tokens_per_param,
-    w_premise,
 )
 from geolib.report.sweep_tables import (
     FACTORS,
@@ -374,7 +373,7 @@ def learned_models(models: pd.DataFrame, entropy: float, margin: float) -> Learn
 def settled(tables: ChapterTables, section: SweepSection) -> WPremise:
     """The premise of every sweep row, at the sweep's tokens per parameter of each size
     (:mod:`geolib.report.settled_premise`)."""
-    return w_premise(tables.study, section.w_premise, tokens_per_param(tables.sweep.models))
+    return premise_at(tables.study, section.w_premise, tables.sweep.models)
 
 
 def learned(tables: ChapterTables, section: SweepSection) -> Learners:

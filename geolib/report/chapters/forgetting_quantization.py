@@ -68,11 +68,10 @@ from geolib.report.rules import (
 from geolib.report.settled_premise import RULE_WORDS as PREMISE_RULE
 from geolib.report.settled_premise import (
     PremiseSpec,
+    premise_at,
     premise_words,
     premised_row,
     read_study,
-    tokens_per_param,
-    w_premise,
 )
 from geolib.report.sweep_chapters import (
     decide_interval,
@@ -431,7 +430,7 @@ def b8(tables: Tables, section: Section) -> Claim:
     alts = {
         n: deciding_check(b8_checks(tables, section, c))[0] for n, c in section.alternatives.items()
     }
-    premise = w_premise(tables.study, section.w_premise, tokens_per_param(tables.forgetting))
+    premise = premise_at(tables.study, section.w_premise, tables.forgetting)
     status, key, alts = premised_row(premise, status, key, alts)
     v1, v2 = b8_v1(tables, section), b8_v2(tables, section)
     rules = [rule_from_params(section.no_prediction), rule_from_params(section.loss_beats_rank)]
@@ -485,7 +484,7 @@ def verdicts(tables: Mapping[str, Tables], section: Section) -> list[Claim]:
         alts = {
             n: deciding_check(b8_checks(t, section, c))[0] for n, c in section.alternatives.items()
         }
-        premise = w_premise(t.study, section.w_premise, tokens_per_param(t.forgetting))
+        premise = premise_at(t.study, section.w_premise, t.forgetting)
         return AtBudget(budget, premise, status, key, alts)
 
     return sweep_v4.verdicts_v4(lambda b: budget_verdicts(tables[b], section), reading, v4)

@@ -462,5 +462,5 @@ def test_v4_row_reads_b8_at_each_budget_and_keeps_v3(params):
     status, key = fq.deciding_check(fq.b8_checks(t, sec))
     assert row.rule_v3 == v3.status and row.decided == PROSPECTIVE
     assert row.key_number.startswith(f"D: {key}; 2D: {key}")
-    past = fq.w_premise(t.study, sec.w_premise, fq.tokens_per_param(t.forgetting)).past_turn
+    past = fq.premise_at(t.study, sec.w_premise, t.forgetting).past_turn
     assert row.status == (status if past else INCONCLUSIVE)
