@@ -3,6 +3,9 @@ and what the v3 rules share (which models learned, the premise that an outcome v
 seed noise, intervals decided as drawn, a row's claim). What they read is
 :mod:`geolib.report.sweep_tables`.
 
+What a chapter's section holds and checks
+(:class:`~geolib.report.sweep_tables.SweepSection`) is declared with the tables.
+
 The chapters are ``geometry_performance`` (B1, B2, B7: geometry against performance),
 ``training_knobs`` (B3–B5: batch size, weight decay, learning rate) and
 ``forgetting_quantization`` (B8). Each reads the rules of the ``geometry_performance`` section
@@ -13,14 +16,12 @@ The chapters are ``geometry_performance`` (B1, B2, B7: geometry against performa
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any, ClassVar, Self
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from geolib.measure import validate as check
 from geolib.measure.geometry import ID_LOSS
 from geolib.measure.stats import proportion_ci, within_groups
 from geolib.report.claims import PROSPECTIVE, Claim, history, scale_of_runs
@@ -38,22 +39,20 @@ from geolib.report.rules import (
 )
 from geolib.report.settled_premise import RULE_WORDS as PREMISE_RULE
 from geolib.report.settled_premise import (
-    PremiseSpec,
     WPremise,
     premise_at,
     premise_words,
     premised_row,
-    read_study,
 )
 from geolib.report.sweep_tables import (
     FACTORS,
     ChapterTables,
+    SweepSection,
     SweepTables,
     excluding,
     excluding_words,
-    unigram_entropy,
 )
-from geolib.report.sweep_v4 import V4, configuration, required, v4_of
+from geolib.report.sweep_v4 import configuration
 
 
 def interval_text(what: str, estimate: float, low: float, high: float) -> str:
@@ -181,186 +180,6 @@ def premised(
 # ---------------------------------------------------------------------------------------------
 # What the v3 rules share
 # ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SweepSection:
-    """What every sweep chapter reads of the ``geometry_performance`` section (and of the
-    top-level ``verdicts`` section): where the tables are, the bootstrap's settings, the v1
-    rules (``verdict``), the v2 mapping, and the v3 constants (``sweep_v3``).
-
-    A chapter's subclass adds a field per v3 mapping it reads, and says what it checks:
-    ``V1_RULES`` (rules of ``verdict``), ``V2_KEYS`` (keys of ``v2``), ``V2_RULES`` (claims whose
-    v2 rule is ``v2.<claim>.decide``), ``V3_RULES`` (v3 mapping → the rules it holds) and its
-    own v2 settings (:meth:`check_v2`)."""
-
-    V1_RULES: ClassVar[Sequence[str]] = ()
-    V2_KEYS: ClassVar[Sequence[str]] = ()
-    V2_RULES: ClassVar[Sequence[str]] = ()
-    V3_RULES: ClassVar[Mapping[str, Sequence[str]]] = {}
-
-    models_table: Path
-    n_boot: int
-    level: float
-    seed: int
-    verdict: Mapping[str, Mapping[str, Any]]
-    v2: Mapping[str, Any]
-    unigram_counts: Path
-    min_learned_per_size: int
-    learned_margin: float
-    w_premise: PremiseSpec
-    #: rules v4 (``sweep_v4``: one verdict over both budgets), absent from a v3-only section
-    v4: V4 | None = field(default=None, kw_only=True)
-
-    @classmethod
-    def from_params(
-        cls, section: Mapping[str, Any], verdicts: Mapping[str, Any] | None = None
-    ) -> Self:
-        """From the section (``common`` merged in) and the top-level ``verdicts`` section: the
-        shared fields (:meth:`fields_from`), the chapter's v2 settings and rules, then its v3
-        mappings; an error names the key that is wrong."""
-        where = "geometry_performance"
-        base = cls.fields_from(section, verdicts, cls.V1_RULES, cls.V2_KEYS)
-        v2 = base["v2"]
-        cls.check_v2(v2)
-        for claim in cls.V2_RULES:
-            rule = mapping(f"{where}.v2.{claim}", v2[claim]).get("decide")
-            rule_spec(f"{where}.v2.{claim}.decide", rule)
-        v3 = {}
-        for key, rules in cls.V3_RULES.items():
-            if key not in section:
-                raise ValueError(f"{where}: missing key {key!r} (the v3 rule)")
-            v3[key] = v3_spec(f"{where}.{key}", section[key], rules)
-        return cls(**base, **v3, v4=v4_of(section))
-
-    def v4_rules(self) -> V4:
-        """Rules v4, or an error saying the section has none."""
-        return required(self.v4)
-
-    @staticmethod
-    def check_v2(v2: Mapping[str, Any]) -> None:
-        """A chapter's own settings of ``v2`` (none here; an error names the key)."""
-
-    def at_budget(self, budget: str) -> Self:
-        """This section reading the tables of one token budget (the analysis stage's
-        ``<budget>/`` folder beside the models table)."""
-        return replace(
-            self, models_table=self.models_table.parent / budget / self.models_table.name
-        )
-
-    def load_sweep(self, points: Sequence[str]) -> SweepTables:
-        """The sweep's tables, from where the analysis stage wrote them (``points``: the
-        sweep's)."""
-        return SweepTables.load(self.models_table.parent, list(points))
-
-    def chapter_tables(self, points: Sequence[str]) -> dict[str, Any]:
-        """The fields of :class:`ChapterTables`: the sweep's tables, the unigram entropy, the
-        study's settling table."""
-        return {
-            "sweep": self.load_sweep(points),
-            "unigram_entropy": unigram_entropy(self.unigram_counts),
-            "study": read_study(self.w_premise),
-        }
-
-    @staticmethod
-    def fields_from(
-        section: Mapping[str, Any],
-        verdicts: Mapping[str, Any] | None,
-        v1_rules: Sequence[str],
-        v2_keys: Sequence[str],
-    ) -> dict[str, Any]:
-        """The checked fields of :class:`SweepSection` (errors name the key that is wrong)."""
-        where = "geometry_performance"
-        if not isinstance(section, Mapping):
-            raise ValueError(f"{where}: expected a mapping, got {type(section).__name__}")
-        need = ["models_table", "n_boot", "ci_level", "verdict", "v2", "sweep_v3"]
-        missing = [k for k in need if k not in section]
-        if missing:
-            raise ValueError(f"{where}: missing key(s) {missing}")
-        if not isinstance(verdicts, Mapping) or "learned_margin" not in verdicts:
-            raise ValueError(
-                f"{where}: the v3 rules need the top-level `verdicts` section (learned_margin); "
-                f"got {verdicts!r}"
-            )
-        v1, v2, v3 = (mapping(f"{where}.{k}", section[k]) for k in ("verdict", "v2", "sweep_v3"))
-        for key in v1_rules:
-            rule_spec(f"{where}.verdict.{key}", v1.get(key))
-        missing = [k for k in v2_keys if k not in v2]
-        if missing:
-            raise ValueError(f"{where}.v2: missing key(s) {missing}")
-        check.scalar(
-            f"{where}.v2.premise_min_sd_ratio", v2["premise_min_sd_ratio"], low=0, strict=True
-        )
-        for k in ("unigram_counts", "min_learned_per_size", "w_premise"):
-            if k not in v3:
-                raise ValueError(f"{where}.sweep_v3: missing key {k!r}")
-        level = check.scalar(f"{where}.ci_level", section["ci_level"])
-        if not 0 < level < 1:
-            raise ValueError(f"{where}.ci_level must lie in (0, 1), got {level}")
-        return {
-            "models_table": Path(str(section["models_table"])),
-            "n_boot": check.integer(f"{where}.n_boot", section["n_boot"], low=100),
-            "level": level,
-            "seed": check.integer(f"{where}: common.seed", section.get("seed", 0), low=0),
-            "verdict": v1,
-            "v2": v2,
-            "unigram_counts": Path(str(v3["unigram_counts"])),
-            "min_learned_per_size": check.integer(
-                f"{where}.sweep_v3.min_learned_per_size", v3["min_learned_per_size"], low=2
-            ),
-            "learned_margin": check.scalar(
-                "verdicts.learned_margin", verdicts["learned_margin"], low=0
-            ),
-            "w_premise": PremiseSpec.from_params(v3["w_premise"]),
-        }
-
-
-@dataclass(frozen=True, kw_only=True)
-class V3Terms:
-    """What the section of a chapter with one v3 rule (B6, B8) states beside its checks: why v3
-    differs from v2 (``revision``, in words), the alternatives declared with it (name →
-    settings), and whom it counts: the models whose ID loss lies at least ``learned_margin``
-    nats (``verdicts.learned_margin``) below the unigram entropy of the training split's token
-    counts (``unigram_counts``)."""
-
-    revision: str
-    alternatives: Mapping[str, Mapping[str, Any]]
-    unigram_counts: str
-    learned_margin: float
-
-
-def mapping(where: str, value: Any) -> dict[str, Any]:
-    """``value`` as a dict, or an error naming ``where``."""
-    if not isinstance(value, Mapping):
-        raise ValueError(f"{where} must be a mapping, got {value!r}")
-    return dict(value)
-
-
-def rule_spec(where: str, spec: Any) -> dict[str, Any]:
-    """A rule's mapping, checked by building it (:func:`rule_from_params`; errors name
-    ``where``)."""
-    try:
-        rule_from_params(mapping(where, spec))
-    except ValueError as err:
-        raise ValueError(f"{where}: {err}") from None
-    return dict(spec)
-
-
-def v3_spec(where: str, spec: Any, rules: Sequence[str] = ()) -> dict[str, Any]:
-    """A claim's v3 mapping: its ``rules`` (each a rule's mapping), ``revision`` (why v3
-    differs from v2, in words) and ``alternatives`` (name → settings, declared beforehand)."""
-    spec = mapping(where, spec)
-    for key in rules:
-        rule_spec(f"{where}.{key}", spec.get(key))
-    revision = spec.get("revision")
-    if not isinstance(revision, str) or not revision.strip():
-        raise ValueError(f"{where}.revision: say in words why v3 differs from v2")
-    alternatives = mapping(f"{where}.alternatives", spec.get("alternatives"))
-    if not alternatives:
-        raise ValueError(f"{where}.alternatives: declare at least one")
-    for name, change in alternatives.items():
-        mapping(f"{where}.alternatives.{name}", change)
-    return spec
 
 
 def learned_models(models: pd.DataFrame, entropy: float, margin: float) -> Learners:

@@ -13,7 +13,7 @@ from typing import Any
 from geolib.measure import validate as check
 from geolib.report.markup import words
 from geolib.report.settled_premise import PremiseSpec
-from geolib.report.sweep_chapters import V3Terms, rule_spec, v3_spec
+from geolib.report.sweep_tables import V3Terms, rule_spec, v3_spec
 from geolib.report.sweep_v4 import V4, v4_of
 
 #: what a declared alternative may change
@@ -54,7 +54,7 @@ class Section(V3Terms):
     premise, ``b8_v3``, ``sweep_v3``, ``n_boot``, ``ci_level``, ``seed``), the v1 rules and
     interval levels of sections ``forgetting`` and ``quantization``, and
     ``verdicts.learned_margin`` (the fields its v3 rule states:
-    :class:`~geolib.report.sweep_chapters.V3Terms`)."""
+    :class:`~geolib.report.sweep_tables.V3Terms`)."""
 
     v1: Mapping[str, Mapping[str, Any]]  #: family → {"loose": rule, "no_prediction": rule}
     outcome_level: Mapping[str, float]  #: family → level of its per-model intervals

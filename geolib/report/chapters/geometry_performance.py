@@ -46,7 +46,6 @@ from geolib.report.rules import (
 from geolib.report.sweep_chapters import (
     Checks,
     Decision,
-    SweepSection,
     all_learned,
     budget_rows,
     combined,
@@ -57,7 +56,7 @@ from geolib.report.sweep_chapters import (
     settled,
     varies_among,
 )
-from geolib.report.sweep_tables import ChapterTables, read_budgets
+from geolib.report.sweep_tables import ChapterTables, SweepSection, read_budgets
 from geolib.report.sweep_v4 import V4, at_budget, b1_added_power
 
 CHAPTER = "geometry_performance"
@@ -74,7 +73,7 @@ V3_RULES = {"b1_v3": ("sign", "loose"), "b2_v3": ("decide",), "b7_v3": ()}
 @dataclass(frozen=True)
 class Section(SweepSection):
     """The ``geometry_performance`` section as B1, B2 and B7 read it: the shared fields
-    (:class:`~geolib.report.sweep_chapters.SweepSection`, which checks them) and each claim's v3
+    (:class:`~geolib.report.sweep_tables.SweepSection`, which checks them) and each claim's v3
     mapping (B1's sign and looseness rules, B2's rule, B7's revision and alternatives)."""
 
     V1_RULES = V1_RULES

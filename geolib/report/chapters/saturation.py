@@ -34,13 +34,11 @@ from geolib.report.claims import AFTER_DATA, Claim, scale_of_runs
 from geolib.report.learners import Learners, learners
 from geolib.report.markup import words
 from geolib.report.rules import Verdict, given_premise, robustness, rule_from_params, seeds_agreeing
-from geolib.report.sweep_chapters import (
+from geolib.report.sweep_chapters import share_text
+from geolib.report.sweep_tables import (
     V3Terms,
     mapping,
     rule_spec,
-    share_text,
-)
-from geolib.report.sweep_tables import (
     unigram_entropy,
 )
 
@@ -65,7 +63,7 @@ class Section(V3Terms):
     """What B6's verdicts read of ``params.yaml``: section ``saturation`` (the layouts, the late
     span, the interval level, the v1 rule ``b6_rule``, v2's and v3's mappings ``b6_v2`` and
     ``b6_v3``) and ``verdicts.learned_margin`` (the fields its v3 rule states:
-    :class:`~geolib.report.sweep_chapters.V3Terms`)."""
+    :class:`~geolib.report.sweep_tables.V3Terms`)."""
 
     layouts: tuple[str, str]  #: (parallel, sequential)
     second_half_from: float

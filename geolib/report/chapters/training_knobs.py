@@ -30,7 +30,6 @@ from geolib.report.rules import INCONCLUSIVE, NOT_RUN, Verdict, rule_from_params
 from geolib.report.sweep_chapters import (
     Checks,
     Decision,
-    SweepSection,
     all_learned,
     budget_rows,
     cell_models,
@@ -44,7 +43,7 @@ from geolib.report.sweep_chapters import (
     share_text,
     words,
 )
-from geolib.report.sweep_tables import ChapterTables, read_budgets
+from geolib.report.sweep_tables import ChapterTables, SweepSection, read_budgets
 from geolib.report.sweep_v4 import at_budget
 
 CHAPTER = "training_knobs"
@@ -67,7 +66,7 @@ V3_RULES = {"b3_v3": ("u_shape",), "b4_v3": (), "b5_v3": ()}
 @dataclass(frozen=True)
 class Section(SweepSection):
     """The ``geometry_performance`` section as B3, B4 and B5 read it: the shared fields
-    (:class:`~geolib.report.sweep_chapters.SweepSection`, which checks them), v2's settings of
+    (:class:`~geolib.report.sweep_tables.SweepSection`, which checks them), v2's settings of
     B3 and B4 (:meth:`check_v2`) and each claim's v3 mapping (B3's U-shape rule)."""
 
     V1_RULES = V1_RULES

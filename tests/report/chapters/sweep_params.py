@@ -14,7 +14,7 @@ def rule_params(**kw: Any) -> dict[str, Any]:
     return {"reason": "Paper B: a test rule", **kw}
 
 
-#: the section's fields :class:`geolib.report.sweep_chapters.SweepSection` reads beside its
+#: the section's fields :class:`geolib.report.sweep_tables.SweepSection` reads beside its
 #: rules (``verdict``, ``v2``)
 SHARED = {
     "seed": 0,
