@@ -125,7 +125,9 @@ def test_stage_on_tiny_runs(tiny_runs, tmp_path):
         assert row["states_successes"] == units["states"]["successes"]
         assert row["states_units"] == units["states"]["n_units"]
         assert row["rows_units"] == units["rows"]["n_units"]
-        assert row["median_state_slope"] == units["median_state_slope"]
+        # fits.csv keeps 6 significant digits; the per-model table every digit of the fits
+        assert row["median_state_slope"] == pytest.approx(units["median_state_slope"], rel=1e-5)
+        assert row["median_state_slope"] != round(row["median_state_slope"], 8)
 
 
 def test_per_model_units_one_row_per_run_and_optimizer():
