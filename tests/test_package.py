@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
 import pytest
@@ -103,25 +104,40 @@ def test_module_map_is_complete_and_true():
         assert named == allowed, f"the map says {wing} imports {sorted(named)}, not {allowed}"
 
 
+def _violations(
+    where: object, imports: list[tuple[str, list[str]]], judge: Callable[[str, str], str | None]
+) -> list[str]:
+    """``where: message`` for every module the ``imports`` reach that ``judge`` (the target and
+    its wing; ``geolib`` for the package root) refuses, and for every private name imported."""
+    problems = []
+    for module, names in imports:
+        for target in _targets(module, names):
+            parts = target.split(".")
+            message = judge(target, parts[1] if len(parts) > 1 else "geolib")
+            if message:
+                problems.append(f"{where}: {message}")
+        private = [n for n in names if n.startswith("_") and not n.startswith("__")]
+        if private:
+            problems.append(f"{where}: imports private {private} from {module}")
+    return problems
+
+
 def import_violations(paths: list[Path]) -> list[str]:
     """Every import that breaks the wings' rules, as ``file: message``."""
     problems = []
     for path in paths:
-        wing = _wing_of(path)
-        rel = path.relative_to(ROOT)
-        for module, names in _imports(path):
-            for target in _targets(module, names):
-                parts = target.split(".")
-                other = parts[1] if len(parts) > 1 else "geolib"
-                if other == "geolib":
-                    problems.append(f"{rel}: imports the package root ({target})")
-                elif other != wing and other not in ALLOWED[wing]:
-                    problems.append(f"{rel}: {wing} imports {other} ({target})")
-                elif wing == other == "experiments" and target != f"geolib.experiments.{path.stem}":
-                    problems.append(f"{rel}: an experiment imports another ({target})")
-            private = [n for n in names if n.startswith("_") and not n.startswith("__")]
-            if private:
-                problems.append(f"{rel}: imports private {private} from {module}")
+        wing, own = _wing_of(path), f"geolib.experiments.{path.stem}"
+
+        def judge(target: str, other: str, wing: str = wing, own: str = own) -> str | None:
+            if other == "geolib":
+                return f"imports the package root ({target})"
+            if other != wing and other not in ALLOWED[wing]:
+                return f"{wing} imports {other} ({target})"
+            if wing == other == "experiments" and target != own:
+                return f"an experiment imports another ({target})"
+            return None
+
+        problems += _violations(path.relative_to(ROOT), _imports(path), judge)
     return problems
 
 
@@ -150,18 +166,15 @@ def notebook_code(path: Path) -> str:
 def notebook_import_violations(paths: list[Path]) -> list[str]:
     """Every import of a notebook that reaches past what a notebook may import, or a private
     name, as ``notebook: message``."""
-    problems = []
-    for path in paths:
-        for module, names in _imports_in(notebook_code(path)):
-            for target in _targets(module, names):
-                parts = target.split(".")
-                wing = parts[1] if len(parts) > 1 else "geolib"
-                if wing not in NOTEBOOK_ALLOWED:
-                    problems.append(f"{path.name}: imports {wing} ({target})")
-            private = [n for n in names if n.startswith("_") and not n.startswith("__")]
-            if private:
-                problems.append(f"{path.name}: imports private {private} from {module}")
-    return problems
+
+    def judge(target: str, wing: str) -> str | None:
+        return None if wing in NOTEBOOK_ALLOWED else f"imports {wing} ({target})"
+
+    return [
+        problem
+        for path in paths
+        for problem in _violations(path.name, _imports_in(notebook_code(path)), judge)
+    ]
 
 
 def test_notebooks_import_only_what_the_map_allows():
