@@ -523,8 +523,8 @@ def per_model_counts(ratios: Any, losses: Any, p: dict[str, Any]) -> list[dict[s
     :func:`rule_v2_counts` on its rows alone) with its seed and non-embedding parameters
     (:func:`~geolib.models.ladder.run_size`; ``None`` for a hub id), one row per run in the
     section's order: the key numbers the scale chapter fits against model size."""
-    rows = []
-    for run in (r for r in p["runs"] if r in set(ratios["run"])):
+    rows, measured = [], set(ratios["run"])
+    for run in (r for r in p["runs"] if r in measured):
         counts = rule_v2_counts(ratios[ratios["run"] == run], losses[losses["run"] == run], p)
         a4, a7 = counts["a4_v2"]["primary"], counts["a7_v2"]["primary"]
         rows.append(

@@ -161,10 +161,10 @@ def key_numbers(tables: Tables, section: Section) -> pd.DataFrame:
     share of learned early units above the bar; A5 the median share f with its interval; A7 the
     share of block layers imprinted early and maintained). A share with no unit is NaN."""
     rows = []
+    adamw = tables.frequency[tables.frequency["optimizer"] == "adamw"]
     for run in section.runs:
         ge = _one(tables.energy, run, "the gradient-energy per-model table")
-        fc = tables.frequency[tables.frequency["optimizer"] == "adamw"]
-        a1 = _one(fc, run, "the frequency-collapse per-model table (adamw)")
+        a1 = _one(adamw, run, "the frequency-collapse per-model table (adamw)")
         a5 = tables.a5.get(run) or {}
         a1_ok, a1_n = int(a1["states_successes"]), int(a1["states_units"])
         a4_ok, a4_n = int(ge["a4_successes"]), int(ge["a4_units"])
