@@ -75,6 +75,8 @@ experiments/         imports config, files, stage, data, models, measure, theory
     measure_model        the geometry of any model, one command (``geolib measure``)
 report/              imports config, files, measure; knows no models
     rules            verdict rules: kinds, premise, seeds, robustness; the numbers decided on
+    evidence         a rule on a stage's number: an interval (undefined, excluding) or a count
+    history          each claim's earlier rules (v1, v2) declared in params.yaml, one engine
     learners         who learned: final loss a declared margin below the unigram entropy
     trends           a claim's key number against model size (the ladder's trend rule)
     peak_timing      when alignment peaks (A7): the checkpoints around it, the warm-up alternative

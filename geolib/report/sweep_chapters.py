@@ -25,13 +25,13 @@ import pandas as pd
 from geolib.measure.geometry import ID_LOSS
 from geolib.measure.stats import proportion_ci, within_groups
 from geolib.report.claims import PROSPECTIVE, Claim, history, scale_of_runs
+from geolib.report.evidence import decide_interval
 from geolib.report.learners import Learners, learners
 from geolib.report.markup import words
 from geolib.report.rules import (
     Rule,
     Verdict,
     combine_statuses,
-    decide_if_defined,
     deciding_check,
     given_premise,
     robustness,
@@ -53,11 +53,6 @@ from geolib.report.sweep_tables import (
     excluding_words,
 )
 from geolib.report.sweep_v4 import configuration
-
-
-def interval_text(what: str, estimate: float, low: float, high: float) -> str:
-    """``what: estimate [low, high]`` to three significant digits (a check's key number)."""
-    return f"{what}: {estimate:.3g} [{low:.3g}, {high:.3g}]"
 
 
 def seed_sd_interval(row: Any, change: Mapping[str, Any] | None = None) -> tuple[float, float]:
@@ -103,28 +98,6 @@ class Checks:
         rows = self.by_claim[claim]
         detail = "; ".join(f"{what} → {v.status}" for v, what in rows)
         return self.status(claim), rows[0][1], detail
-
-
-def decide_interval(
-    rule: Rule, estimate: Any, low: Any, high: Any, what: str
-) -> tuple[Verdict, str]:
-    """``rule`` decided on ``estimate [low, high]``, and the check in words.
-
-    An undefined interval (NaN) is *inconclusive* (:func:`decide_if_defined`). A bootstrap
-    interval that excludes its estimate is kept as drawn, never widened: the rule is decided on
-    the interval (the estimate moved to its nearest bound for the rule alone), and the words say
-    so, so that the exclusion is reported where the number is."""
-    text = interval_text(what, estimate, low, high)
-    values = [estimate, low, high]
-    if any(v is None for v in values) or not all(np.isfinite(float(v)) for v in values):
-        why = f"{what}: its interval is undefined (too many resamples undefined)"
-        return decide_if_defined(rule, estimate, low, high, why), text
-    e, lo, hi = (float(v) for v in values)
-    if lo <= e <= hi:
-        return rule.decide(e, lo, hi), text
-    note = "estimate outside its interval: decided on the interval"
-    v = rule.decide(min(max(e, lo), hi), lo, hi)
-    return Verdict(v.status, v.rule, f"{v.reason} ({note})", v.numbers), f"{text} ({note})"
 
 
 #: how :func:`geolib.report.rules.given_premise` begins the reason of a premise that failed

@@ -1,9 +1,14 @@
 """Hand-made stage tables for the report's tests: a quantity with its interval, its columns
-named as the analysis stages name them."""
+named as the analysis stages name them; and the chapters' declared earlier rules."""
 
 from __future__ import annotations
 
 import pandas as pd
+
+from geolib.config import load_params
+
+#: every chapter's earlier rules as ``params.yaml`` declares them (``verdicts.history``)
+HISTORY = load_params("params.yaml")["verdicts"]["history"]
 
 
 def with_interval(

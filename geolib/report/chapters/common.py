@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Self, TypeVar
 import pandas as pd
 
 from geolib.report.claims import AFTER_DATA, Claim, Confirmation, scale_of_runs
+from geolib.report.history import History
 from geolib.report.learners import Learners
 from geolib.report.markup import words
 from geolib.report.rules import Verdict, robustness, section_basics, seeds_agreeing
@@ -27,8 +28,8 @@ T = TypeVar("T")
 class V3Section:
     """What a Paper A chapter's verdicts read of its section beside its own fields: the
     interval level, ``verdicts.learned_margin`` (who learned), the v3 rule's declared
-    alternatives and its revision in words, and the whole mapping (``raw``, for the v1 and v2
-    rules).
+    alternatives and its revision in words, the whole mapping (``raw``) and the chapter's
+    earlier rules (``verdicts.history``, :class:`~geolib.report.history.History`).
 
     A chapter's subclass names its section (``CHAPTER``), the keys it needs (``NEED``), its rule
     mappings (``RULES``), its v3 mapping (``V3``) and what that holds (``V3_KEYS``), and adds
@@ -39,6 +40,7 @@ class V3Section:
     alternatives: Mapping[str, Mapping[str, Any]]
     revision: str
     raw: Mapping[str, Any] = field(repr=False)
+    history: History = field(repr=False)
     confirmation: Confirmation = field(default_factory=Confirmation, repr=False)
 
     CHAPTER: ClassVar[str]
@@ -68,6 +70,7 @@ class V3Section:
             alternatives=dict(v3["alternatives"]),
             revision=words(v3["revision"]),
             raw=section,
+            history=History.from_params(verdicts, cls.CHAPTER, section),
             confirmation=Confirmation.from_params(verdicts),
             **own,
         )

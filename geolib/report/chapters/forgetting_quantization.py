@@ -54,6 +54,7 @@ from geolib.report.chapters.outcome_association import (
     spread,
 )
 from geolib.report.claims import PROSPECTIVE, Claim, scale_of_runs
+from geolib.report.evidence import decide_interval
 from geolib.report.learners import Learners
 from geolib.report.rules import (
     Rule,
@@ -74,7 +75,6 @@ from geolib.report.settled_premise import (
     read_study,
 )
 from geolib.report.sweep_chapters import (
-    decide_interval,
     enough_per_size,
     learned_models,
     learned_text,

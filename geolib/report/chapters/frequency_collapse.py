@@ -34,7 +34,6 @@ from geolib.report.markup import sentence
 from geolib.report.rules import (
     NOT_RUN,
     Verdict,
-    combine_statuses,
     deciding_check,
     given_premise,
     premise_fails,
@@ -302,22 +301,8 @@ def a1_v3(
 
 
 # ---------------------------------------------------------------------------------------------
-# v1, v2, seeds, the table's intervals
+# Seeds, the table's intervals
 # ---------------------------------------------------------------------------------------------
-
-
-def v1_status(counts: Mapping[str, Any] | None, section: Section) -> str:
-    """v1's status (also v2's: v2 kept the rules and added the optimizer alternative) from one
-    optimizer's pooled counts in the stage's summary: both fraction rules, combined."""
-    if not counts:
-        return NOT_RUN
-    statuses = [
-        rule_from_params(section.raw[f"a1_{half}_rule"])
-        .decide(counts[half]["successes"], counts[half]["n_units"])
-        .status
-        for half in ("states", "rows")
-    ]
-    return combine_statuses(statuses)
 
 
 def seed_statuses(tables: Tables, section: Section, models: pd.DataFrame) -> dict[str, str]:
@@ -353,7 +338,7 @@ def verdicts(tables: Tables, section: Section) -> list[Claim]:
     seeing data."""
     o = a1_v3(tables, section)
     alts = {n: a1_v3(tables, section, c).verdict.status for n, c in section.alternatives.items()}
-    v1 = v1_status(tables.summary.get(MAIN_OPTIMIZER), section)
+    before = section.history.statuses(tables.summary)["A1"]
     seeds = seed_statuses(tables, section, o.models) if len(o.models) else {}
     n = int(o.models["learned"].sum()) if len(o.models) else 0
     gone = o.learners.words() if o.learners else ""
@@ -372,8 +357,8 @@ def verdicts(tables: Tables, section: Section) -> list[Claim]:
             unit=f"trained model (learned {MAIN_OPTIMIZER} runs; n = {n})",
             seeds=seeds,
             alternatives=alts,
-            rule_v1=v1,
-            rule_v2=v1,
+            rule_v1=before["v1"],
+            rule_v2=before["v2"],
             runs=tables.summary["runs"],
         )
     ]

@@ -33,6 +33,7 @@ from geolib.measure.stats import (
 from geolib.report import sweep_v4
 from geolib.report.budget_premise import AtBudget
 from geolib.report.claims import Claim
+from geolib.report.evidence import decide_interval
 from geolib.report.learners import Learners
 from geolib.report.rules import (
     INCONCLUSIVE,
@@ -49,7 +50,6 @@ from geolib.report.sweep_chapters import (
     all_learned,
     budget_rows,
     combined,
-    decide_interval,
     enough_per_size,
     learned,
     premised,

@@ -49,6 +49,7 @@ from geolib.report.chapters.energy_per_model import (
 )
 from geolib.report.chapters.interface import own_sections
 from geolib.report.claims import AFTER_DATA, DESCRIPTION, Claim, Confirmation, scale_of_runs
+from geolib.report.history import History
 from geolib.report.markup import words
 from geolib.report.peak_timing import PER_MODEL, warmup_alternative
 from geolib.report.rules import (
@@ -74,8 +75,8 @@ CHAPTER = "gradient_energy"
 
 @dataclass(frozen=True)
 class Section:
-    """The ``gradient_energy`` section as the verdicts read it (``raw``: the whole mapping, for
-    the v1 and v2 rules), with ``verdicts.learned_margin``."""
+    """The ``gradient_energy`` section as the verdicts read it (``raw``: the whole mapping), with
+    ``verdicts.learned_margin`` and the chapter's earlier rules (``verdicts.history``)."""
 
     key_rank: int
     early_share: float
@@ -85,6 +86,7 @@ class Section:
     a6: Mapping[str, Any]
     a7: Mapping[str, Any]
     raw: Mapping[str, Any] = field(repr=False)
+    history: History = field(repr=False)
     a7_warmup: Mapping[str, Any] | None = None
     verdict_steps: tuple[int, ...] | None = None
     confirmation: Confirmation = field(default_factory=Confirmation, repr=False)
@@ -108,6 +110,7 @@ class Section:
             a6=section["a6_v3"],
             a7=section["a7_v3"],
             raw=section,
+            history=History.from_params(verdicts, CHAPTER, section),
             a7_warmup=_warmup_params(section.get("a7_warmup")),
             verdict_steps=_steps(section.get("verdict_steps")),
             confirmation=Confirmation.from_params(verdicts),
@@ -394,36 +397,6 @@ def with_alternatives(outcome: Outcome, decide, section_alts: Mapping[str, Mappi
 
 
 # ---------------------------------------------------------------------------------------------
-# Earlier rules (v1, v2): from the stage's summary, as the chapter decided them before
-# ---------------------------------------------------------------------------------------------
-
-
-def earlier_statuses(summary: Mapping[str, Any], raw: Mapping[str, Any]) -> dict[str, tuple]:
-    """``{claim: (v1 status, v2 status)}`` from the stage's summary, by the v1 and v2 rules."""
-    a4 = summary["a4"]
-    v1_a4 = rule_from_params(raw["a4_rule"]).decide(a4["value"], a4["low"], a4["high"]).status
-    c4 = summary["a4_v2"]["primary"]
-    r4 = rule_from_params(raw["a4_rule_v2"])
-    v2_a4 = given_premise(
-        r4, c4["premise"], "no effect", lambda: r4.decide(c4["successes"], c4["n_units"])
-    ).status
-    a6 = summary.get("a6") or {}
-    r6 = rule_from_params(raw["a6_rule"])
-    v_a6 = (
-        r6.decide(a6["value"], a6["low"], a6["high"]).status
-        if a6 and all(math.isfinite(a6[x]) for x in ("value", "low", "high"))
-        else INCONCLUSIVE
-    )
-    v2_a6 = v_a6 if c4["premise"] else INCONCLUSIVE
-    r7 = rule_from_params(raw["a7_rule"])
-    v1_a7 = r7.decide(summary["a7"]["successes"], summary["a7"]["n_units"]).status
-    c7 = summary["a7_v2"]["primary"]
-    r7b = rule_from_params(raw["a7_rule_v2"])
-    v2_a7 = r7b.decide(c7["successes"], c7["n_units"]).status if c7["n_units"] else INCONCLUSIVE
-    return {"A4": (v1_a4, v2_a4), "A6": (v_a6, v2_a6), "A7": (v1_a7, v2_a7)}
-
-
-# ---------------------------------------------------------------------------------------------
 # The rows
 # ---------------------------------------------------------------------------------------------
 
@@ -470,7 +443,7 @@ def verdicts(tables: Tables, section: Section) -> list[Claim]:
     beside it where every model is of a confirmatory seed (``section.confirmation``)."""
     out = outcomes(tables, section)
     excluded = excluding_words(tables.r_energy)
-    before = earlier_statuses(tables.summary, section.raw)
+    before = section.history.statuses(tables.summary)
     scale = scale_of_runs(tables.summary["runs"])
     revisions = {"A4": section.a4, "A6": section.a6, "A7": section.a7}
     rows = []
@@ -487,8 +460,8 @@ def verdicts(tables: Tables, section: Section) -> list[Claim]:
                 rule=o.verdict.rule,
                 unit=f"{UNITS[cid]} (n = {n})",
                 robust=robustness(o.verdict.status, o.alternatives) if o.alternatives else "",
-                rule_v1=before[cid][0],
-                rule_v2=before[cid][1],
+                rule_v1=before[cid]["v1"],
+                rule_v2=before[cid]["v2"],
                 revision=words(revisions[cid]["revision"]),
                 post_hoc=words(section.raw.get("after_data", {}).get(cid, "")),
                 scale=scale,

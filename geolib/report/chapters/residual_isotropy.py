@@ -32,6 +32,7 @@ from geolib.report.chapters.common import (
 )
 from geolib.report.chapters.interface import read_with_losses
 from geolib.report.claims import Claim
+from geolib.report.evidence import decide_clipped
 from geolib.report.learners import Learners, learners_of_runs
 from geolib.report.markup import sentence, words
 from geolib.report.rules import (
@@ -129,19 +130,6 @@ def change_key(section: Section, change: Mapping[str, Any] | None = None) -> str
     return f"{float(change.get('zeta', section.zeta)):g}/{change.get('undefined', 'drop')}"
 
 
-def decide_clipped(rule, d: Mapping[str, Any] | None) -> tuple[Verdict, bool]:
-    """``(verdict, excluded)`` of a stage interval ``d`` (value, low, high): a bootstrap
-    interval may exclude its estimate (kept as drawn); the rule is then called on the estimate
-    clipped into it, and ``excluded`` says so (reported, not hidden). Undefined: inconclusive."""
-    d = d or {}
-    e, lo, hi = (d.get(x) for x in ("value", "low", "high"))
-    if any(v is None or not math.isfinite(float(v)) for v in (e, lo, hi)):
-        return Verdict(INCONCLUSIVE, rule.describe(), f"undefined: {UNDEFINED}"), False
-    e, lo, hi = float(e), float(lo), float(hi)
-    excluded = not lo <= e <= hi
-    return rule.decide(min(max(e, lo), hi), lo, hi), excluded
-
-
 def per_model(tables: Tables, section: Section, change: Mapping[str, Any] | None = None):
     """One row per run: family, seed, whether it learned, its key number (median f) with the
     window-bootstrap interval, units and undefined units, whether that interval excludes its
@@ -165,7 +153,7 @@ def decided(rule, d: Mapping[str, Any] | None) -> dict[str, Any]:
     """A stage interval ``d`` as a table's columns: its estimate (``value``), bounds, units and
     undefined units, whether it excludes its estimate, and ``rule``'s status on it
     (:func:`decide_clipped`)."""
-    v, excluded = decide_clipped(rule, d)
+    v, excluded = decide_clipped(rule, d, UNDEFINED)
     d = d or {}
     return {
         "value": _number(d.get("value")),
@@ -262,16 +250,6 @@ def _family_words(r: Mapping[str, Any]) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def earlier_statuses(tables: Tables, section: Section) -> tuple[Verdict, str]:
-    """``(v1 verdict, v2 status)``: v1 the rule on the pooled key number; v2 the rule on each
-    model's window-bootstrap interval, combined (every model, learned or not)."""
-    rule = rule_from_params(section.raw["a5_rule"])
-    v1, _ = decide_clipped(rule, tables.summary.get("a5"))
-    by_run = tables.summary["a5_v2"][change_key(section)]
-    v2 = combine_statuses(decide_clipped(rule, d)[0].status for d in by_run.values())
-    return v1, v2
-
-
 def v1_by_zeta(tables: Tables, section: Section) -> pd.DataFrame:
     """The v1 rule (pooled over models) at every zeta the stage measured: does it hinge on
     zeta? One row per zeta: the pooled median f, its interval, units, undefined units, whether
@@ -326,7 +304,8 @@ def alternatives(tables: Tables, section: Section) -> dict[str, str]:
 def verdicts(tables: Tables, section: Section) -> list[Claim]:
     """The chapter's A5 row: v3's status with v1 and v2 beside it, decided after seeing data."""
     o = a5_v3(tables, section)
-    v1, v2 = earlier_statuses(tables, section)
+    before = section.history.verdicts(tables.summary, change=change_key(section))["A5"]
+    v1, v2 = before["v1"], before["v2"].status
     seeds = seed_statuses(tables, section)
     excl = excluding(tables.residual)
     m = o.models if o.models is not None else pd.DataFrame()

@@ -31,6 +31,7 @@ from geolib.measure import validate as check
 from geolib.measure.stats import count_excluding, proportion_ci
 from geolib.report.chapters.interface import own_sections
 from geolib.report.claims import AFTER_DATA, Claim, scale_of_runs
+from geolib.report.history import History
 from geolib.report.learners import Learners, learners
 from geolib.report.markup import words
 from geolib.report.rules import Verdict, given_premise, robustness, rule_from_params, seeds_agreeing
@@ -61,14 +62,14 @@ def _need(where: str, section: Mapping[str, Any], keys: Sequence[str]) -> None:
 @dataclass(frozen=True)
 class Section(V3Terms):
     """What B6's verdicts read of ``params.yaml``: section ``saturation`` (the layouts, the late
-    span, the interval level, the v1 rule ``b6_rule``, v2's and v3's mappings ``b6_v2`` and
-    ``b6_v3``) and ``verdicts.learned_margin`` (the fields its v3 rule states:
-    :class:`~geolib.report.sweep_tables.V3Terms`)."""
+    span, the interval level, v3's mapping ``b6_v3``), ``verdicts.learned_margin`` (the fields
+    its v3 rule states: :class:`~geolib.report.sweep_tables.V3Terms`) and ``verdicts.history``
+    (v1: the rule ``b6_rule``; v2: the same after its premise)."""
 
     layouts: tuple[str, str]  #: (parallel, sequential)
     second_half_from: float
     ci_level: float
-    v1_rule: Mapping[str, Any]
+    history: History
     rule: Mapping[str, Any]
     reference_tokens: float
 
@@ -104,7 +105,7 @@ class Section(V3Terms):
             layouts=(str(layouts[0]), str(layouts[1])),
             second_half_from=frac,
             ci_level=level,
-            v1_rule=rule_spec(f"{where}.b6_rule", section["b6_rule"]),
+            history=History.from_params(verdicts, CHAPTER, section),
             rule=rule_spec(f"{where}.b6_v3.decide", v3["decide"]),
             revision=words(v3["revision"]),
             alternatives={str(k): dict(v) for k, v in alts.items()},
@@ -249,22 +250,6 @@ def design_words(tables: Tables, section: Section) -> str:
     )
 
 
-def b6_v1(tables: Tables, section: Section) -> Verdict:
-    """v1 (before the runs): the stage's count of pairs showing the contrast, every run, against
-    ``b6_rule``."""
-    s = tables.summary
-    return rule_from_params(section.v1_rule).decide(s["successes"], s["n_units"])
-
-
-def b6_v2(tables: Tables, section: Section) -> Verdict:
-    """v2: v1 after the premise that some parallel-block run degrades."""
-    s, rule = tables.summary, rule_from_params(section.v1_rule)
-    why = f"no parallel-block run degrades (0 of {s['n_units']}): the contrast cannot be seen"
-    return given_premise(
-        rule, s["n_parallel_degrades"] > 0, why, lambda: rule.decide(s["successes"], s["n_units"])
-    )
-
-
 def decide(
     tables: Tables,
     section: Section,
@@ -351,7 +336,8 @@ def b6(tables: Tables, section: Section) -> Claim:
     p = pairs(tables, section)
     p = p[p["learned"]]
     per_seed = [decide(tables, section, seeds=[s])[0].status for s in sorted(set(p["seed"]))]
-    v1, v2 = b6_v1(tables, section), b6_v2(tables, section)
+    before = section.history.verdicts(tables.summary)["B6"]
+    v1, v2 = before["v1"], before["v2"]
     k_ex, n_ex = excluding(tables)
     median = tables.runs.groupby("layout")["degradation"].median()
     level = section.ci_level

@@ -25,6 +25,7 @@ from geolib.measure.stats import proportion_ci
 from geolib.report import sweep_v4
 from geolib.report.budget_premise import AtBudget
 from geolib.report.claims import Claim
+from geolib.report.evidence import decide_interval
 from geolib.report.learners import Learners
 from geolib.report.rules import INCONCLUSIVE, NOT_RUN, Verdict, rule_from_params
 from geolib.report.sweep_chapters import (
@@ -35,7 +36,6 @@ from geolib.report.sweep_chapters import (
     cell_models,
     combined,
     compared_models,
-    decide_interval,
     learned,
     premised,
     seed_sd_interval,

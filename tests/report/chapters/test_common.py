@@ -45,26 +45,33 @@ SECTION = {
     "demo_rule": RULE,
     "demo_v3": {"bar": 2, "revision": "  why\n v3  ", "alternatives": {"low": {"bar": 1}}},
 }
+HISTORY = {"demo": {"A5": {"v1": [{"rule": "demo_rule", "kind": "interval", "at": "a5"}]}}}
+VERDICTS = {"learned_margin": 0.25, "history": HISTORY}
 
 
 def test_a_section_reads_the_shared_fields_then_its_own():
-    s = Section.from_params(SECTION, {"learned_margin": 0.25})
+    s = Section.from_params(SECTION, VERDICTS)
     assert (s.ci_level, s.learned_margin, s.bar) == (0.9, 0.25, 2.0)
     assert s.alternatives == {"low": {"bar": 1}} and s.revision == "why v3"
     assert s.raw is SECTION
+    assert s.history.statuses({"a5": {"value": 0.7, "low": 0.6, "high": 0.8}}) == {
+        "A5": {"v1": REPRODUCED}
+    }
+    with pytest.raises(ValueError, match="verdicts.history.demo: declare"):
+        Section.from_params(SECTION, {"learned_margin": 0.25})
     with pytest.raises(ValueError, match="learned_margin"):
         Section.from_params(SECTION, None)
     with pytest.raises(ValueError, match=r"demo\.demo_v3 lacks 'revision'"):
         Section.from_params(
-            {**SECTION, "demo_v3": {"bar": 2, "alternatives": {}}}, {"learned_margin": 0.25}
+            {**SECTION, "demo_v3": {"bar": 2, "alternatives": {}}}, VERDICTS
         )
     # the shared checks first (the verdicts section), then the chapter's, then the revision's
     bad = {**SECTION, "demo_v3": {"bar": -1, "revision": " ", "alternatives": {}}}
     with pytest.raises(ValueError, match="bar must be >= 0"):
-        Section.from_params(bad, {"learned_margin": 0.25})
+        Section.from_params(bad, VERDICTS)
     blank = {**SECTION, "demo_v3": {"bar": 1, "revision": " ", "alternatives": {}}}
     with pytest.raises(ValueError, match="demo_v3.revision must say why"):
-        Section.from_params(blank, {"learned_margin": 0.25})
+        Section.from_params(blank, VERDICTS)
 
 
 @dataclass(frozen=True)
@@ -105,7 +112,7 @@ def test_a_run_opens_its_row_and_a_claim_row_carries_v3_v1_and_v2():
         "seed": 1,
         "learned": False,
     }
-    s = Section.from_params(SECTION, {"learned_margin": 0.25})
+    s = Section.from_params(SECTION, VERDICTS)
     v = Verdict(REPRODUCED, "above a half", "0.8 [0.6, 0.9]")
     row = common.v3_claim(
         "A5",

@@ -14,6 +14,7 @@ from scipy import stats
 from geolib.report.chapters import frequency_collapse as fc
 from geolib.report.claims import AFTER_DATA
 from geolib.report.rules import INCONCLUSIVE, NOT_REPRODUCED, NOT_RUN, PARTLY, REPRODUCED
+from tests.report.tables import HISTORY
 
 V3 = {"rule": "threshold", "threshold": 0.5, "direction": "above", "reason": "the paper"}
 V1 = {"rule": "fraction", "min_fraction": 0.75, "reason": "the paper"}
@@ -27,7 +28,7 @@ SECTION = {
     "a1_states_rule_v3": V3,
     "a1_rows_rule_v3": V3,
 }
-VERDICTS = {"learned_margin": 0.25}
+VERDICTS = {"learned_margin": 0.25, "history": HISTORY}
 LAYERS = ["block1", "block2", "block3", "block4"]
 
 
@@ -194,8 +195,9 @@ def test_missing_settle_fit_leaves_the_model_out_of_the_rows_half():
 def test_v1_seeds_and_the_claim_row():
     t = tables(adamw(falls=4, rows=True))
     # v1: pooled 24 of 24 layers and 6 of 6 runs, both >= 75%
-    assert fc.v1_status(t.summary["adamw"], section()) == REPRODUCED
-    assert fc.v1_status(None, section()) == NOT_RUN
+    assert section().history.statuses(t.summary)["A1"] == {"v1": REPRODUCED, "v2": REPRODUCED}
+    gone = {k: v for k, v in t.summary.items() if k != "adamw"}
+    assert section().history.statuses(gone)["A1"] == {"v1": NOT_RUN, "v2": NOT_RUN}
     (row,) = fc.verdicts(t, section())
     assert row.claim_id == "A1" and row.status == REPRODUCED
     assert (row.rule_v1, row.rule_v2, row.revision) == (REPRODUCED, REPRODUCED, "why v3")

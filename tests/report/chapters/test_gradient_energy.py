@@ -13,10 +13,12 @@ from scipy import stats
 from geolib.report.chapters import energy_per_model as em
 from geolib.report.chapters import gradient_energy as ge
 from geolib.report.rules import INCONCLUSIVE, NOT_REPRODUCED, PARTLY, REPRODUCED
+from tests.report.tables import HISTORY
 
 STEPS = [0, 1, 16, 64, 128, 256, 512, 1000]
 SOURCES = [0, 16, 64, 256]
 RULE = {"rule": "threshold", "direction": "above", "reason": "as the paper says"}
+FRACTION = {"rule": "fraction", "min_fraction": 0.75, "min_units": 4, "reason": "the paper"}
 SECTION = {
     "key_rank": 4,
     "early_share": 0.3,
@@ -29,8 +31,13 @@ SECTION = {
     "a6_rule_v3": {**RULE, "threshold": 1.0},
     "a7_rule_v3": {**RULE, "threshold": 0.5},
     "a7_null_rule_v3": {**RULE, "threshold": 0.0},
+    "a4_rule": {**RULE, "threshold": 1.0},
+    "a6_rule": {**RULE, "threshold": 1.0},
+    "a4_rule_v2": {**FRACTION, "min_fraction": 0.5},
+    "a7_rule": FRACTION,
+    "a7_rule_v2": FRACTION,
 }
-VERDICTS = {"learned_margin": 0.25}
+VERDICTS = {"learned_margin": 0.25, "history": HISTORY}
 
 
 def section(**change):

@@ -14,7 +14,7 @@ from geolib.report.chapters import residual_isotropy as ri
 from geolib.report.claims import AFTER_DATA
 from geolib.report.learners import learners_of_runs
 from geolib.report.rules import INCONCLUSIVE, NOT_REPRODUCED, NOT_RUN, PARTLY, REPRODUCED
-from tests.report.tables import with_interval
+from tests.report.tables import HISTORY, with_interval
 
 RULE = {
     "rule": "threshold",
@@ -35,7 +35,7 @@ SECTION = {
     "a5_rule_v3": RULE,
     "after_data": {"A5": "steps cut"},
 }
-VERDICTS = {"learned_margin": 0.25}
+VERDICTS = {"learned_margin": 0.25, "history": HISTORY}
 
 
 def section(**change):
@@ -169,16 +169,6 @@ def test_an_unmeasured_zeta_is_not_run_and_robustness_names_it():
     assert row.robust == "yes (not run here: zeta = 0)"
 
 
-def test_an_interval_excluding_its_estimate_is_decided_clipped_and_reported():
-    rule = ri.rule_from_params(RULE)
-    v, excluded = ri.decide_clipped(rule, {"value": 0.9, "low": 0.55, "high": 0.8})
-    assert excluded and v.status == REPRODUCED and "0.8 [0.55, 0.8]" in v.reason
-    v, excluded = ri.decide_clipped(rule, {"value": 0.9, "low": 0.6, "high": 1.0})
-    assert not excluded and v.status == REPRODUCED
-    v, excluded = ri.decide_clipped(rule, {"value": None, "low": 0.6, "high": 1.0})
-    assert v.status == INCONCLUSIVE and not excluded
-
-
 def test_excluding_counts_each_bootstrapped_column():
     t = tables({"olmo": OLMO})
     got = ri.excluding(t.residual).set_index("column")
@@ -192,7 +182,8 @@ def test_excluding_counts_each_bootstrapped_column():
 
 def test_v1_pooled_and_v2_per_model_statuses():
     t = tables({"olmo": OLMO, "bert": BERT})
-    v1, v2 = ri.earlier_statuses(t, section())
+    before = section().history.verdicts(t.summary, change=ri.change_key(section()))["A5"]
+    v1, v2 = before["v1"], before["v2"].status
     # v1: the pooled median 0.625 [0.05, 1.3] contains 0.5: inconclusive. v2, per model on its
     # window interval: olmo reproduced; bert-s0 [0, 0.1] not reproduced (0 not excluded),
     # bert-s1 and -s2 partly (short of 0.5, above 0): a mix, partly

@@ -93,7 +93,8 @@ def cp(k, n, level=0.95):
 
 def test_the_repository_rules_are_read(section, params):
     assert section.layouts == ("parallel", "sequential") and section.second_half_from == 0.5
-    assert section.rule["threshold"] == 0.25 and section.v1_rule["min_fraction"] == 0.75
+    assert section.rule["threshold"] == 0.25
+    assert section.history.section["b6_rule"]["min_fraction"] == 0.75
     assert section.alternatives == {"degrades = point estimate above 0": {"by": "point"}}
     assert section.learned_margin == params["verdicts"]["learned_margin"]
     assert section.reference_tokens == 1e11 and "Clopper-Pearson" in section.revision
@@ -249,10 +250,16 @@ def test_the_row_keeps_v1_v2_seeds_and_robustness(section):
 def test_v1_and_v2_read_the_stage_summary(section):
     summary = {"successes": 3, "n_units": 4, "n_parallel_degrades": 3, "point": {}}
     t = tables(summary=summary)
-    assert sat.b6_v1(t, section).status == REPRODUCED  # 3 of 4 >= 75%
-    assert sat.b6_v2(t, section).status == REPRODUCED
+    before = section.history.verdicts(t.summary)["B6"]
+    assert before["v1"].status == before["v2"].status == REPRODUCED  # 3 of 4 >= 75%
     t = tables(summary={**summary, "successes": 2})
-    assert sat.b6_v1(t, section).status == NOT_REPRODUCED
+    assert section.history.statuses(t.summary)["B6"]["v1"] == NOT_REPRODUCED
+    t = tables(summary={**summary, "n_parallel_degrades": 0})
+    v2 = section.history.verdicts(t.summary)["B6"]["v2"]
+    assert v2.status == INCONCLUSIVE
+    assert v2.reason == (
+        "premise fails: no parallel-block run degrades (0 of 4): the contrast cannot be seen"
+    )
 
 
 def test_runs_table_and_the_intervals_that_exclude_their_estimate(section):
