@@ -62,9 +62,7 @@ def test_a_section_reads_the_shared_fields_then_its_own():
     with pytest.raises(ValueError, match="learned_margin"):
         Section.from_params(SECTION, None)
     with pytest.raises(ValueError, match=r"demo\.demo_v3 lacks 'revision'"):
-        Section.from_params(
-            {**SECTION, "demo_v3": {"bar": 2, "alternatives": {}}}, VERDICTS
-        )
+        Section.from_params({**SECTION, "demo_v3": {"bar": 2, "alternatives": {}}}, VERDICTS)
     # the shared checks first (the verdicts section), then the chapter's, then the revision's
     bad = {**SECTION, "demo_v3": {"bar": -1, "revision": " ", "alternatives": {}}}
     with pytest.raises(ValueError, match="bar must be >= 0"):

@@ -36,6 +36,7 @@ SECTION = {
     "a4_rule_v2": {**FRACTION, "min_fraction": 0.5},
     "a7_rule": FRACTION,
     "a7_rule_v2": FRACTION,
+    "a4_released_rule": {**RULE, "threshold": 0.5},
 }
 VERDICTS = {"learned_margin": 0.25, "history": HISTORY}
 
