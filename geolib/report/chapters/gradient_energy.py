@@ -96,7 +96,7 @@ class Section:
         cls, section: Mapping[str, Any], verdicts: Mapping[str, Any] | None = None
     ) -> Section:
         need = ["key_rank", "early_share", "a4_v3", "a6_v3", "a7_v3", "frozen_sources"]
-        rules = ["a4_rule_v3", "a6_rule_v3", "a7_rule_v3", "a7_null_rule_v3", "a4_released_rule"]
+        rules = ["a4_rule_v3", "a6_rule_v3", "a7_rule_v3", "a7_null_rule_v3"]
         margin, level = section_basics("gradient_energy", section, verdicts, need, rules)
         share = check.scalar("early_share", section["early_share"], low=0.0, strict=True)
         if share > 1:
@@ -472,11 +472,18 @@ def verdicts(tables: Tables, section: Section) -> list[Claim]:
     return [section.confirmation.apply(r, tables.summary["runs"]) for r in rows]
 
 
-def released_row(table: pd.DataFrame, section: Section, name: str, scale: str) -> Claim:
+def released_row(
+    table: pd.DataFrame,
+    section: Section,
+    name: str,
+    scale: str,
+    released_rule: Mapping[str, Any],
+) -> Claim:
     """The released model's A4 row, a description: one final checkpoint cannot speak to
     "largest early in training", only to whether R_energy is above 1 (and above ``r_bar``) on
     its block layer × domain units. Its status is that of "R >> 1": the share of units whose
-    lower bound is above ``no_effect``, Clopper–Pearson, against ``a4_released_rule``."""
+    lower bound is above ``no_effect``, Clopper–Pearson, against ``released_rule``
+    (``gradient_energy_pretrained.a4_rule``)."""
     p, k = section.a4, section.key_rank
     count = a4_released_count(
         table, k=k, threshold=float(p["r_bar"]), no_effect=float(p["no_effect"])
@@ -485,7 +492,7 @@ def released_row(table: pd.DataFrame, section: Section, name: str, scale: str) -
     units_k = blocks(table, k)
     effect = int((units_k["ci_low"] > float(p["no_effect"])).sum())
     cp = proportion_ci(effect, len(units_k), section.ci_level) if len(units_k) else None
-    rule = rule_from_params(section.raw["a4_released_rule"])
+    rule = rule_from_params(released_rule)
     v = rule.decide(cp.fraction, cp.low, cp.high) if cp else None
     key = (
         f"R_energy's lower bound above {float(p['no_effect']):g} in {effect} of {len(units_k)} "

@@ -36,9 +36,9 @@ SECTION = {
     "a4_rule_v2": {**FRACTION, "min_fraction": 0.5},
     "a7_rule": FRACTION,
     "a7_rule_v2": FRACTION,
-    "a4_released_rule": {**RULE, "threshold": 0.5},
 }
 VERDICTS = {"learned_margin": 0.25, "history": HISTORY}
+RELEASED = {**RULE, "threshold": 0.5}
 
 
 def section(**change):
@@ -423,13 +423,14 @@ def test_released_row_is_a_description_of_r_above_one():
     layers = tuple(f"block{i}" for i in range(1, 7))
     t = tables({"smol": {"decoder": True, "r": const(3.0)}}, layers=layers).r_energy
     t = t[t["step"] == 1000].assign(domain="id")
-    row = ge.released_row(t, section(), "SmolLM2", "released model, final checkpoint only")
+    row = ge.released_row(t, section(), "SmolLM2", "released, final checkpoint only", RELEASED)
     # 6 of 6 above 1: Clopper-Pearson [0.54, 1] clears one half; none above 10
     assert row.evidence == "description" and row.status == REPRODUCED
     assert "in 6 of 6 block layer x domain units" in row.key_number
     assert "above 10 in 0 of 6" in row.key_number
     few = t[t["layer"].isin(["embed", "block1", "block2"])]
-    assert ge.released_row(few, section(), "S", "s").status == INCONCLUSIVE  # 2 of 2: [0.16, 1]
+    few_row = ge.released_row(few, section(), "S", "s", RELEASED)
+    assert few_row.status == INCONCLUSIVE  # 2 of 2: [0.16, 1]
 
 
 def test_a7_with_no_checkpoint_past_the_warmup_is_inconclusive():
