@@ -84,9 +84,11 @@ report/              imports config, files, measure; knows no models
     findings         the findings page: per claim, the paper's words and what held here
     findings_figure  the page's opening figure: every claim's decided number against its bar
     math_checks      A1–A3's math checks: each check decided by its rule, combined
-    schema           section schemas: each field's kind and bounds, checked before a notebook
+    schema           every section's fields declared once (numbers and bounds, rules, text,
+                     mappings), checked together before a notebook starts
     chapters/        one module per empirical chapter: its section, its tables, its verdicts
-        interface            the one interface of a chapter module: CHAPTER, read, verdicts
+        interface            a chapter module's one interface: CHAPTER, read_section, read,
+                             verdicts
         common               what the Paper A chapters share: section fields, tables, claim row
         gradient_energy      A4, A6, A7 (rules v3) and the released models' descriptions
         energy_per_model     the gradient-energy tables as read; each model's A4, A6, A7 numbers

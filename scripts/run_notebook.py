@@ -16,6 +16,8 @@ executed copy and everything the chapter writes go to an exploration folder
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import json
 import os
 import sys
@@ -53,6 +55,12 @@ def main(argv: list[str] | None = None) -> int:
     section = section_of(args.name)
     check_overrides(stage_params(args.params, section), overrides)
     check_section(section, stage_params(args.params, section, overrides))
+    # a chapter's whole section too (its rules, its earlier rules), by the module its notebook
+    # reads (geolib.report.chapters.interface: read_section); imported by name, so that a
+    # notebook that is no chapter does not depend on the chapters
+    module = f"geolib.report.chapters.{args.name}"
+    if importlib.util.find_spec(module) is not None:
+        importlib.import_module(module).read_section(args.params, overrides)
     # Made here too because papermill writes the executed copy before the first cell runs.
     out = stage_outputs(args.name, overrides, create=False, params_path=args.params)
     out_dir = Path(args.out_dir or (out.root if out.exploring else "book/chapters"))

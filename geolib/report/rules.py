@@ -551,27 +551,3 @@ def shares_over_seeds(counts: Mapping[str, tuple[int, int]], level: float = 0.95
     iv = share_over_models([k for k, _ in ok.values()], [n for _, n in ok.values()], level, "seed")
     seeds = f"{iv.n} seed{'s' if iv.n > 1 else ''}"
     return f"{iv.value:.3g} [{iv.low:.3g}, {iv.high:.3g}] over {seeds} ({iv.method}{note})"
-
-
-def section_basics(
-    where: str,
-    section: Mapping[str, Any],
-    verdicts: Mapping[str, Any] | None,
-    keys: Sequence[str],
-    rules: Sequence[str],
-) -> tuple[float, float]:
-    """The checks a chapter's section shares with every other: the ``keys`` it needs, its
-    ``rules`` (keys of rule mappings) build, the ``verdicts`` section gives ``learned_margin``
-    and ``ci_level`` lies in (0, 1). Returns ``(learned_margin, ci_level)``; an error names what
-    is wrong."""
-    missing = [k for k in [*keys, *rules, "ci_level"] if k not in section]
-    if missing:
-        raise ValueError(f"{where} section lacks {missing} (the v3 rules)")
-    if not verdicts or "learned_margin" not in verdicts:
-        raise ValueError("the verdicts section (learned_margin) is needed")
-    for name in rules:
-        rule_from_params(section[name])  # a malformed rule fails here, naming itself
-    level = check.scalar("ci_level", section["ci_level"], low=0.0, strict=True)
-    if level >= 1:
-        raise ValueError(f"ci_level must be in (0, 1), got {level}")
-    return check.scalar("learned_margin", verdicts["learned_margin"], low=0.0), level

@@ -16,11 +16,10 @@ import numpy as np
 import pandas as pd
 
 from geolib.config import stage_params
-from geolib.measure import validate as check
 from geolib.measure.stats import count_excluding, entropy_of_counts
 from geolib.report.budget_premise import BUDGETS
 from geolib.report.chapters.interface import own_sections
-from geolib.report.rules import rule_from_params
+from geolib.report.schema import Field, learned_margin, require, v3_fields
 from geolib.report.settled_premise import PremiseSpec, read_study
 from geolib.report.sweep_v4 import V4, configuration, points_at, required, v4_of
 
@@ -305,13 +304,14 @@ class SweepSection:
     top-level ``verdicts`` section): where the tables are, the bootstrap's settings, the v1
     rules (``verdict``), the v2 mapping, and the v3 constants (``sweep_v3``).
 
-    A chapter's subclass adds a field per v3 mapping it reads, and says what it checks:
-    ``V1_RULES`` (rules of ``verdict``), ``V2_KEYS`` (keys of ``v2``), ``V2_RULES`` (claims whose
-    v2 rule is ``v2.<claim>.decide``), ``V3_RULES`` (v3 mapping → the rules it holds) and its
-    own v2 settings (:meth:`check_v2`)."""
+    A chapter's subclass adds a field per v3 mapping it reads, and declares what its schema
+    adds to the shared fields (:data:`SWEEP_FIELDS`): ``V1_RULES`` (rules of ``verdict``),
+    ``V2_FIELDS`` (fields of ``v2``), ``V2_RULES`` (claims whose v2 rule is
+    ``v2.<claim>.decide``), ``V3_RULES`` (v3 mapping → the rules it holds) and what no schema
+    states (:meth:`check_v2`)."""
 
     V1_RULES: ClassVar[Sequence[str]] = ()
-    V2_KEYS: ClassVar[Sequence[str]] = ()
+    V2_FIELDS: ClassVar[Sequence[Field]] = ()
     V2_RULES: ClassVar[Sequence[str]] = ()
     V3_RULES: ClassVar[Mapping[str, Sequence[str]]] = {}
 
@@ -329,25 +329,48 @@ class SweepSection:
     v4: V4 | None = field(default=None, kw_only=True)
 
     @classmethod
+    def schema(cls) -> tuple[Field, ...]:
+        """The section's fields, declared once: the shared ones and the chapter's."""
+        return (
+            *SWEEP_FIELDS,
+            *(Field(f"verdict.{key}", "rule") for key in cls.V1_RULES),
+            *cls.V2_FIELDS,
+            *(Field(f"v2.{claim}.decide", "rule") for claim in cls.V2_RULES),
+            *(
+                f
+                for key, rules in cls.V3_RULES.items()
+                for f in v3_fields(
+                    key, *(Field(f"{key}.{rule}", "rule") for rule in rules), some_alternative=True
+                )
+            ),
+        )
+
+    @classmethod
     def from_params(
         cls, section: Mapping[str, Any], verdicts: Mapping[str, Any] | None = None
     ) -> Self:
-        """From the section (``common`` merged in) and the top-level ``verdicts`` section: the
-        shared fields (:meth:`fields_from`), the chapter's v2 settings and rules, then its v3
-        mappings; an error names the key that is wrong."""
+        """From the section (``common`` merged in) and the top-level ``verdicts`` section; an
+        error names every field that breaks the schema (:meth:`schema`) at once, then what
+        else is wrong."""
         where = "geometry_performance"
-        base = cls.fields_from(section, verdicts, cls.V1_RULES, cls.V2_KEYS)
-        v2 = base["v2"]
-        cls.check_v2(v2)
-        for claim in cls.V2_RULES:
-            rule = mapping(f"{where}.v2.{claim}", v2[claim]).get("decide")
-            rule_spec(f"{where}.v2.{claim}.decide", rule)
-        v3 = {}
-        for key, rules in cls.V3_RULES.items():
-            if key not in section:
-                raise ValueError(f"{where}: missing key {key!r} (the v3 rule)")
-            v3[key] = v3_spec(f"{where}.{key}", section[key], rules)
-        return cls(**base, **v3, v4=v4_of(section))
+        require(where, mapping(where, section), cls.schema())
+        margin = learned_margin(verdicts)
+        cls.check_v2(section["v2"])
+        v3 = section["sweep_v3"]
+        return cls(
+            models_table=Path(str(section["models_table"])),
+            n_boot=int(section["n_boot"]),
+            level=float(section["ci_level"]),
+            seed=int(section.get("seed", 0)),
+            verdict=dict(section["verdict"]),
+            v2=dict(section["v2"]),
+            unigram_counts=Path(str(v3["unigram_counts"])),
+            min_learned_per_size=int(v3["min_learned_per_size"]),
+            learned_margin=margin,
+            w_premise=PremiseSpec.from_params(v3["w_premise"]),
+            **{key: dict(section[key]) for key in cls.V3_RULES},
+            v4=v4_of(section),
+        )
 
     def v4_rules(self) -> V4:
         """Rules v4, or an error saying the section has none."""
@@ -378,57 +401,20 @@ class SweepSection:
             "study": read_study(self.w_premise),
         }
 
-    @staticmethod
-    def fields_from(
-        section: Mapping[str, Any],
-        verdicts: Mapping[str, Any] | None,
-        v1_rules: Sequence[str],
-        v2_keys: Sequence[str],
-    ) -> dict[str, Any]:
-        """The checked fields of :class:`SweepSection` (errors name the key that is wrong)."""
-        where = "geometry_performance"
-        if not isinstance(section, Mapping):
-            raise ValueError(f"{where}: expected a mapping, got {type(section).__name__}")
-        need = ["models_table", "n_boot", "ci_level", "verdict", "v2", "sweep_v3"]
-        missing = [k for k in need if k not in section]
-        if missing:
-            raise ValueError(f"{where}: missing key(s) {missing}")
-        if not isinstance(verdicts, Mapping) or "learned_margin" not in verdicts:
-            raise ValueError(
-                f"{where}: the v3 rules need the top-level `verdicts` section (learned_margin); "
-                f"got {verdicts!r}"
-            )
-        v1, v2, v3 = (mapping(f"{where}.{k}", section[k]) for k in ("verdict", "v2", "sweep_v3"))
-        for key in v1_rules:
-            rule_spec(f"{where}.verdict.{key}", v1.get(key))
-        missing = [k for k in v2_keys if k not in v2]
-        if missing:
-            raise ValueError(f"{where}.v2: missing key(s) {missing}")
-        check.scalar(
-            f"{where}.v2.premise_min_sd_ratio", v2["premise_min_sd_ratio"], low=0, strict=True
-        )
-        for k in ("unigram_counts", "min_learned_per_size", "w_premise"):
-            if k not in v3:
-                raise ValueError(f"{where}.sweep_v3: missing key {k!r}")
-        level = check.scalar(f"{where}.ci_level", section["ci_level"])
-        if not 0 < level < 1:
-            raise ValueError(f"{where}.ci_level must lie in (0, 1), got {level}")
-        return {
-            "models_table": Path(str(section["models_table"])),
-            "n_boot": check.integer(f"{where}.n_boot", section["n_boot"], low=100),
-            "level": level,
-            "seed": check.integer(f"{where}: common.seed", section.get("seed", 0), low=0),
-            "verdict": v1,
-            "v2": v2,
-            "unigram_counts": Path(str(v3["unigram_counts"])),
-            "min_learned_per_size": check.integer(
-                f"{where}.sweep_v3.min_learned_per_size", v3["min_learned_per_size"], low=2
-            ),
-            "learned_margin": check.scalar(
-                "verdicts.learned_margin", verdicts["learned_margin"], low=0
-            ),
-            "w_premise": PremiseSpec.from_params(v3["w_premise"]),
-        }
+
+#: what every sweep chapter reads of the ``geometry_performance`` section (common merged in)
+SWEEP_FIELDS = (
+    Field("models_table", "text"),
+    Field("n_boot", int, low=100),
+    Field("ci_level", float, low=0.0, high=1.0, open_low=True, open_high=True),
+    Field("seed", int, low=0, optional=True),
+    Field("verdict", "mapping"),
+    Field("v2", "mapping"),
+    Field("v2.premise_min_sd_ratio", float, low=0.0, open_low=True),
+    Field("sweep_v3.unigram_counts", "text"),
+    Field("sweep_v3.min_learned_per_size", int, low=2),  # a spread within a size
+    Field("sweep_v3.w_premise", "mapping"),
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -450,30 +436,3 @@ def mapping(where: str, value: Any) -> dict[str, Any]:
     if not isinstance(value, Mapping):
         raise ValueError(f"{where} must be a mapping, got {value!r}")
     return dict(value)
-
-
-def rule_spec(where: str, spec: Any) -> dict[str, Any]:
-    """A rule's mapping, checked by building it (:func:`rule_from_params`; errors name
-    ``where``)."""
-    try:
-        rule_from_params(mapping(where, spec))
-    except ValueError as err:
-        raise ValueError(f"{where}: {err}") from None
-    return dict(spec)
-
-
-def v3_spec(where: str, spec: Any, rules: Sequence[str] = ()) -> dict[str, Any]:
-    """A claim's v3 mapping: its ``rules`` (each a rule's mapping), ``revision`` (why v3
-    differs from v2, in words) and ``alternatives`` (name → settings, declared beforehand)."""
-    spec = mapping(where, spec)
-    for key in rules:
-        rule_spec(f"{where}.{key}", spec.get(key))
-    revision = spec.get("revision")
-    if not isinstance(revision, str) or not revision.strip():
-        raise ValueError(f"{where}.revision: say in words why v3 differs from v2")
-    alternatives = mapping(f"{where}.alternatives", spec.get("alternatives"))
-    if not alternatives:
-        raise ValueError(f"{where}.alternatives: declare at least one")
-    for name, change in alternatives.items():
-        mapping(f"{where}.alternatives.{name}", change)
-    return spec

@@ -142,3 +142,25 @@ def test_run_notebook_refuses_fields_that_cannot_go_together_before_the_notebook
     monkeypatch.setattr(rn.pm, "execute_notebook", lambda *a, **k: pytest.fail("notebook ran"))
     with pytest.raises(ValueError, match=r"k_values must be in \[1, dim=32\]: 64$"):
         rn.main(["metric_validation", "-y", "{dim: 32}"])
+
+
+def test_run_notebook_refuses_a_chapters_bad_section_before_the_notebook_starts(monkeypatch):
+    """A chapter's whole section is read (its schema, its rules, its earlier rules) before
+    papermill is called: every problem of the schema named at once."""
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("rn", root / "scripts" / "run_notebook.py")
+    rn = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rn)
+    monkeypatch.chdir(root)
+    monkeypatch.setattr(rn.pm, "execute_notebook", lambda *a, **k: pytest.fail("notebook ran"))
+    with pytest.raises(
+        ValueError,
+        match=r"^section gradient_energy: ci_level must be in \(0, 1\): 1; early_share must be in "
+        r"\(0, 1\]: 0$",
+    ):
+        rn.main(["gradient_energy", "-y", "{early_share: 0, ci_level: 1}"])
+    # a sweep chapter: its module checks the shared section (which has no schema of its own)
+    with pytest.raises(ValueError, match=r"n_boot must be in \[100, inf\]: 10"):
+        rn.main(["training_knobs", "-y", "{n_boot: 10}"])

@@ -361,22 +361,6 @@ def test_learners_keep_models_a_margin_below_the_unigram_entropy():
         learners({"a": 1.0}, {"a": 7.0}, -1.0)
 
 
-def test_section_basics_checks_keys_rules_margin_and_level():
-    from geolib.report.rules import section_basics
-
-    rule = {"rule": "threshold", "threshold": 0.5, "reason": "the paper"}
-    ok = {"k": 1, "r": rule, "ci_level": 0.9}
-    assert section_basics("x", ok, {"learned_margin": 0.25}, ["k"], ["r"]) == (0.25, 0.9)
-    with pytest.raises(ValueError, match=r"x section lacks \['k'\]"):
-        section_basics("x", {"r": rule, "ci_level": 0.9}, {"learned_margin": 0.25}, ["k"], ["r"])
-    with pytest.raises(ValueError, match="learned_margin"):
-        section_basics("x", ok, {}, ["k"], ["r"])
-    with pytest.raises(ValueError, match="unknown rule"):
-        section_basics("x", {**ok, "r": {"rule": "no"}}, {"learned_margin": 0.25}, [], ["r"])
-    with pytest.raises(ValueError, match="ci_level"):
-        section_basics("x", {**ok, "ci_level": 1.0}, {"learned_margin": 0.25}, [], ["r"])
-
-
 # ---------------------------------------------------------------------------------------------
 # The numbers a verdict carries
 # ---------------------------------------------------------------------------------------------

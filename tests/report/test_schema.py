@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from geolib.config import stage_params
-from geolib.report.schema import SCHEMAS, Field, check_section, problems
+from geolib.config import apply_profiles, load_params, stage_params
+from geolib.report.schema import SCHEMAS, Field, check_section, learned_margin, problems
 
 PARAMS = Path(__file__).resolve().parents[2] / "params.yaml"
 FIELDS = (
@@ -18,9 +18,14 @@ FIELDS = (
 )
 
 
-def test_the_repositorys_sections_pass_their_schemas():
+def test_the_repositorys_sections_pass_their_schemas_in_every_profile():
     for name in SCHEMAS:
         check_section(name, stage_params(PARAMS, name))
+    base = load_params(PARAMS)
+    for profile in sorted((PARAMS.parent / "profiles").glob("*.yaml")):
+        merged = apply_profiles(base, profile)
+        for name in SCHEMAS:
+            check_section(name, {**merged["common"], **merged[name]})
 
 
 def test_every_problem_is_named_at_once():
@@ -59,5 +64,58 @@ def test_check_section_raises_with_the_sections_name_and_passes_an_unknown_secti
     with pytest.raises(ValueError, match=r"^section metric_validation: dim must be in \[2, inf\]"):
         check_section("metric_validation", {**stage_params(PARAMS, "metric_validation"), "dim": 1})
     check_section("no_schema_here", {"anything": object()})
-    with pytest.raises(ValueError, match="kind must be int or float"):
+    with pytest.raises(ValueError, match="kind must be one of"):
         Field("x", str)
+
+
+RULE = {"rule": "threshold", "threshold": 0.5, "reason": "the paper"}
+NESTED = (
+    Field("level", float, low=0.0, high=1.0, open_low=True, open_high=True),
+    Field("v3.revision", "text"),
+    Field("v3.alternatives", "mapping"),
+    Field("v3.decide", "rule"),
+    Field("v3.bar", float, low="v3.floor"),
+    Field("v3.floor", float, low=0.0),
+    Field("warmup.steps", int, low=1, optional=True),
+)
+GOOD = {
+    "level": 0.9,
+    "v3": {"revision": "why", "alternatives": {}, "decide": RULE, "bar": 2.0, "floor": 1.0},
+}
+
+
+def test_nested_fields_of_every_kind_and_open_bounds():
+    assert problems(GOOD, NESTED) == []
+    bad = {
+        "level": 1.0,
+        "v3": {"revision": "  ", "alternatives": [], "decide": {"rule": "no"}, "bar": 0.5,
+               "floor": 1.0},
+    }  # fmt: skip
+    level, revision, alternatives, rule, bar = problems(bad, NESTED)
+    assert level == "level must be in (0, 1): 1.0"
+    assert revision == "v3.revision must be non-empty text, got '  '"
+    assert alternatives == "v3.alternatives must be a mapping, got []"
+    assert rule.startswith("v3.decide: unknown rule 'no'")  # the rule's own message, named
+    assert bar == "v3.bar must be in [v3.floor=1.0, inf]: 0.5"
+    assert problems({"level": 0.0, "v3": GOOD["v3"]}, NESTED) == ["level must be in (0, 1): 0.0"]
+
+
+def test_an_optional_field_may_be_absent_with_its_mapping_but_not_from_it():
+    assert problems({**GOOD, "warmup": None}, NESTED) == []
+    assert problems({**GOOD, "warmup": {"steps": 5}}, NESTED) == []
+    assert problems({**GOOD, "warmup": {"steps": 0}}, NESTED) == [
+        "warmup.steps must be in [1, inf]: 0"
+    ]
+    assert problems({**GOOD, "warmup": {"other": 1}}, NESTED) == ["warmup.steps is missing"]
+    assert problems({"level": 0.5}, NESTED)[:2] == [
+        "v3.revision is missing",
+        "v3.alternatives is missing",
+    ]
+
+
+def test_the_learned_margin_is_read_from_the_verdicts_section_checked():
+    assert learned_margin({"learned_margin": 0.25}) == 0.25
+    with pytest.raises(ValueError, match="verdicts section"):
+        learned_margin(None)
+    with pytest.raises(ValueError, match=r"learned_margin must be in \[0, inf\]: -1"):
+        learned_margin({"learned_margin": -1})

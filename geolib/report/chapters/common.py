@@ -19,7 +19,8 @@ from geolib.report.claims import AFTER_DATA, Claim, Confirmation, scale_of_runs
 from geolib.report.history import History
 from geolib.report.learners import Learners
 from geolib.report.markup import words
-from geolib.report.rules import Verdict, robustness, section_basics, seeds_agreeing
+from geolib.report.rules import Verdict, robustness, seeds_agreeing
+from geolib.report.schema import SCHEMAS, Field, learned_margin, require
 
 T = TypeVar("T")
 
@@ -31,9 +32,9 @@ class V3Section:
     alternatives and its revision in words, the whole mapping (``raw``) and the chapter's
     earlier rules (``verdicts.history``, :class:`~geolib.report.history.History`).
 
-    A chapter's subclass names its section (``CHAPTER``), the keys it needs (``NEED``), its rule
-    mappings (``RULES``), its v3 mapping (``V3``) and what that holds (``V3_KEYS``), and adds
-    its own checks (:meth:`check_v3`) and fields (:meth:`own_fields`)."""
+    A chapter's subclass names its section (``CHAPTER``, whose fields and bounds its schema
+    declares: :data:`~geolib.report.schema.SCHEMAS`) and its v3 mapping (``V3``), and adds the
+    checks no schema states (:meth:`check_v3`) and its own fields (:meth:`own_fields`)."""
 
     ci_level: float
     learned_margin: float
@@ -44,44 +45,41 @@ class V3Section:
     confirmation: Confirmation = field(default_factory=Confirmation, repr=False)
 
     CHAPTER: ClassVar[str]
-    NEED: ClassVar[tuple[str, ...]]
-    RULES: ClassVar[tuple[str, ...]]
     V3: ClassVar[str]
-    V3_KEYS: ClassVar[tuple[str, ...]]
+
+    @classmethod
+    def schema(cls) -> tuple[Field, ...]:
+        """The section's fields, declared once (:data:`~geolib.report.schema.SCHEMAS`)."""
+        return tuple(SCHEMAS[cls.CHAPTER])
 
     @classmethod
     def from_params(
         cls, section: Mapping[str, Any], verdicts: Mapping[str, Any] | None = None
     ) -> Self:
         """From the chapter's section and the top-level ``verdicts`` section; an error names
-        what is wrong (the shared checks first, then the v3 mapping's)."""
-        margin, level = section_basics(cls.CHAPTER, section, verdicts, cls.NEED, cls.RULES)
+        every field that breaks the schema at once, then what else is wrong."""
+        require(cls.CHAPTER, section, cls.schema())
+        margin = learned_margin(verdicts)
         v3 = section[cls.V3]
-        for key in cls.V3_KEYS:
-            if key not in v3:
-                raise ValueError(f"{cls.CHAPTER}.{cls.V3} lacks {key!r}")
         cls.check_v3(v3)
-        if not str(v3["revision"]).strip():
-            raise ValueError(f"{cls.V3}.revision must say why v3 differs from v2")
-        own = cls.own_fields(section, v3)
         return cls(
-            ci_level=level,
+            ci_level=float(section["ci_level"]),
             learned_margin=margin,
             alternatives=dict(v3["alternatives"]),
             revision=words(v3["revision"]),
             raw=section,
             history=History.from_params(verdicts, cls.CHAPTER, section),
             confirmation=Confirmation.from_params(verdicts),
-            **own,
+            **cls.own_fields(section, v3),
         )
 
     @classmethod
     def check_v3(cls, v3: Mapping[str, Any]) -> None:
-        """The chapter's own checks of its v3 mapping, made before the revision's (none)."""
+        """The chapter's own checks of its v3 mapping that no schema states (none)."""
 
     @classmethod
     def own_fields(cls, section: Mapping[str, Any], v3: Mapping[str, Any]) -> dict[str, Any]:
-        """The chapter's own fields, checked (none)."""
+        """The chapter's own fields, as its schema checked them (none)."""
         return {}
 
 

@@ -181,15 +181,23 @@ def load_tables(
     )
 
 
+def read_section(params_path: str | Path, overrides: Mapping[str, Any] | None = None) -> Section:
+    """B8's section (``overrides`` applied to the shared ``geometry_performance`` section; the
+    ``forgetting`` and ``quantization`` sections' v1 rules) with ``verdicts``, every field
+    checked."""
+    rules, verdicts_section = own_sections(params_path, CHAPTER, overrides)
+    fg, qz = stage_params(params_path, "forgetting"), stage_params(params_path, "quantization")
+    return Section.from_params(rules, verdicts_section, forgetting=fg, quantization=qz)
+
+
 def read(
     params_path: str | Path, overrides: Mapping[str, Any] | None = None
 ) -> tuple[Section, dict[str, Tables]]:
     """This chapter's section (``overrides`` applied to the shared ``geometry_performance``
     section; rules v4 with it; the ``forgetting`` and ``quantization`` sections' v1 rules) and
     its tables at each token budget (:mod:`geolib.report.chapters.interface`)."""
-    rules, verdicts_section = own_sections(params_path, CHAPTER, overrides)
+    section = read_section(params_path, overrides)
     fg, qz = stage_params(params_path, "forgetting"), stage_params(params_path, "quantization")
-    section = Section.from_params(rules, verdicts_section, forgetting=fg, quantization=qz)
     points = stage_params(params_path, "sweep")["points"]
     return section, {
         b: load_tables(

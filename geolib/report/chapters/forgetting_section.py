@@ -10,10 +10,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from geolib.measure import validate as check
 from geolib.report.markup import words
+from geolib.report.schema import Field, learned_margin, require, v3_fields
 from geolib.report.settled_premise import PremiseSpec
-from geolib.report.sweep_tables import V3Terms, rule_spec, v3_spec
+from geolib.report.sweep_tables import SWEEP_FIELDS, V3Terms
 from geolib.report.sweep_v4 import V4, v4_of
 
 #: what a declared alternative may change
@@ -22,14 +22,29 @@ CHANGES = ("predictor", "within", "loss_beats_rank", "loose")
 RULES = ("no_prediction", "loss_beats_rank")
 
 
-def param_at(where: str, mapping: Any, path: str) -> Any:
-    """``mapping[a][b]…`` for ``path = "a.b…"``; an error naming the section and the key."""
-    value = mapping
-    for key in path.split("."):
-        if not isinstance(value, Mapping) or key not in value:
-            raise ValueError(f"params.yaml {where}: missing {path!r}")
-        value = value[key]
-    return value
+#: the fields B8 reads of the ``geometry_performance`` section, beside every sweep chapter's
+FIELDS = (
+    *SWEEP_FIELDS,
+    Field("v2.min_share_above_zero", float, low=0.0, high=1.0),
+    *v3_fields(
+        "b8_v3",
+        *(Field(f"b8_v3.{rule}", "rule") for rule in RULES),
+        Field("b8_v3.premise_min_sd_ratio", float, low=0.0, open_low=True),
+        some_alternative=True,
+    ),
+)
+#: each outcome's section and the prefix of its v1 rules (``<prefix>_loose``, ...)
+PREFIX = {"forgetting": "b8_forgetting", "quantization": "b8_quant"}
+#: the v1 rules of each outcome
+V1_RULES = ("loose", "no_prediction")
+#: the fields B8 reads of each outcome's section: its v1 rules and its intervals' level
+FAMILY_FIELDS = {
+    family: (
+        *(Field(f"{prefix}_{rule}", "rule") for rule in V1_RULES),
+        Field("ci_level", float, low=0.0, high=1.0, open_low=True, open_high=True),
+    )
+    for family, prefix in PREFIX.items()
+}
 
 
 def _alternatives(where: str, alts: Mapping[str, Any], allowed: tuple[str, ...]) -> dict:
@@ -39,13 +54,6 @@ def _alternatives(where: str, alts: Mapping[str, Any], allowed: tuple[str, ...])
         if bad:
             raise ValueError(f"params.yaml {where}.{name}: unknown {bad}; known {allowed}")
     return {str(k): dict(v) for k, v in alts.items()}
-
-
-def _level(where: str, value: Any) -> float:
-    level = check.scalar(where, value)
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"{where} must be in (0, 1), got {level}")
-    return level
 
 
 @dataclass(frozen=True)
@@ -79,51 +87,34 @@ class Section(V3Terms):
         forgetting: Mapping[str, Any],
         quantization: Mapping[str, Any],
     ) -> Section:
+        """From the three sections and the top-level ``verdicts`` section; an error names every
+        field of a section that breaks its schema at once (:data:`FIELDS`,
+        :data:`FAMILY_FIELDS`)."""
         gp = "geometry_performance"
-        if verdicts is None:
-            raise ValueError("B8 needs the verdicts section (learned_margin): pass it")
-        share = check.scalar(
-            "v2.min_share_above_zero", param_at(gp, section, "v2.min_share_above_zero")
-        )
-        if not 0.0 <= share <= 1.0:
-            raise ValueError(f"v2.min_share_above_zero must be in [0, 1], got {share}")
-        v3 = v3_spec(f"{gp}.b8_v3", param_at(gp, section, "b8_v3"), RULES)
-        v1, levels = {}, {}
-        for fam, spec, prefix in (
-            ("forgetting", forgetting, "b8_forgetting"),
-            ("quantization", quantization, "b8_quant"),
-        ):
-            v1[fam] = {
-                k: rule_spec(f"{fam}.{prefix}_{k}", param_at(fam, spec, f"{prefix}_{k}"))
-                for k in ("loose", "no_prediction")
-            }
-            levels[fam] = _level(f"{fam}.ci_level", param_at(fam, spec, "ci_level"))
+        require(gp, section, FIELDS)
+        families = {"forgetting": forgetting, "quantization": quantization}
+        for family, spec in families.items():
+            require(family, spec, FAMILY_FIELDS[family])
+        margin = learned_margin(verdicts)
+        v3, sweep_v3 = section["b8_v3"], section["sweep_v3"]
         return cls(
-            v1=v1,
-            outcome_level=levels,
-            v2_min_share_above_zero=share,
-            premise_min_sd_ratio=check.scalar(
-                "b8_v3.premise_min_sd_ratio",
-                param_at(gp, section, "b8_v3.premise_min_sd_ratio"),
-                low=0.0,
-                strict=True,
-            ),
+            v1={
+                family: {rule: dict(spec[f"{PREFIX[family]}_{rule}"]) for rule in V1_RULES}
+                for family, spec in families.items()
+            },
+            outcome_level={family: float(spec["ci_level"]) for family, spec in families.items()},
+            v2_min_share_above_zero=float(section["v2"]["min_share_above_zero"]),
+            premise_min_sd_ratio=float(v3["premise_min_sd_ratio"]),
             no_prediction=v3["no_prediction"],
             loss_beats_rank=v3["loss_beats_rank"],
             revision=words(v3["revision"]),
             alternatives=_alternatives(f"{gp}.b8_v3.alternatives", v3["alternatives"], CHANGES),
-            unigram_counts=str(param_at(gp, section, "sweep_v3.unigram_counts")),
-            min_learned_per_size=check.integer(
-                "sweep_v3.min_learned_per_size",
-                param_at(gp, section, "sweep_v3.min_learned_per_size"),
-                low=2,
-            ),
-            learned_margin=check.scalar(
-                "verdicts.learned_margin", param_at("verdicts", verdicts, "learned_margin"), low=0.0
-            ),
-            n_boot=check.integer("n_boot", param_at(gp, section, "n_boot"), low=100),
-            ci_level=_level("ci_level", param_at(gp, section, "ci_level")),
-            seed=check.integer("seed", section.get("seed", 0), low=0),
-            w_premise=PremiseSpec.from_params(param_at(gp, section, "sweep_v3.w_premise")),
+            unigram_counts=str(sweep_v3["unigram_counts"]),
+            min_learned_per_size=int(sweep_v3["min_learned_per_size"]),
+            learned_margin=margin,
+            n_boot=int(section["n_boot"]),
+            ci_level=float(section["ci_level"]),
+            seed=int(section.get("seed", 0)),
+            w_premise=PremiseSpec.from_params(sweep_v3["w_premise"]),
             v4=v4_of(section),
         )

@@ -24,10 +24,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geolib.measure import validate as check
 from geolib.measure.stats import count_excluding, proportion_ci, share_over_models
 from geolib.report.chapters.common import V3Section, read_tables, run_columns, v3_claim
-from geolib.report.chapters.interface import read_with_losses
+from geolib.report.chapters.interface import own_section, read_with_losses
 from geolib.report.claims import Claim
 from geolib.report.learners import Learners, learners_of_runs
 from geolib.report.markup import sentence
@@ -57,10 +56,7 @@ class Section(V3Section):
     frequency a model's fits must span (``a1_v3.min_decades``)."""
 
     CHAPTER = CHAPTER
-    NEED = ("a1_v3",)
-    RULES = ("a1_states_rule", "a1_rows_rule", "a1_states_rule_v3", "a1_rows_rule_v3")
     V3 = "a1_v3"
-    V3_KEYS = ("min_decades", "revision", "alternatives")
 
     min_decades: float
 
@@ -75,7 +71,7 @@ class Section(V3Section):
 
     @classmethod
     def own_fields(cls, section: Mapping[str, Any], v3: Mapping[str, Any]) -> dict[str, Any]:
-        return {"min_decades": check.scalar("min_decades", v3["min_decades"], low=0.0, strict=True)}
+        return {"min_decades": float(v3["min_decades"])}
 
 
 @dataclass(frozen=True)
@@ -95,6 +91,11 @@ class Tables:
 def load_tables(out_dir: str | Path, losses: str | Path) -> Tables:
     """The tables the analysis stage wrote in ``out_dir``, and the loss table at ``losses``."""
     return read_tables(Tables, out_dir, losses, "states.csv", "rows.csv", "fits.csv")
+
+
+def read_section(params_path: str | Path, overrides: Mapping[str, Any] | None = None) -> Section:
+    """A1's section (``overrides`` applied) with ``verdicts``, every field checked."""
+    return own_section(params_path, CHAPTER, overrides, Section)
 
 
 def read(

@@ -32,6 +32,7 @@ from geolib.measure.stats import (
 )
 from geolib.report import sweep_v4
 from geolib.report.budget_premise import AtBudget
+from geolib.report.chapters.interface import own_section
 from geolib.report.claims import Claim
 from geolib.report.evidence import decide_interval
 from geolib.report.learners import Learners
@@ -44,6 +45,7 @@ from geolib.report.rules import (
     given_premise,
     rule_from_params,
 )
+from geolib.report.schema import Field
 from geolib.report.sweep_chapters import (
     Checks,
     Decision,
@@ -77,7 +79,7 @@ class Section(SweepSection):
     mapping (B1's sign and looseness rules, B2's rule, B7's revision and alternatives)."""
 
     V1_RULES = V1_RULES
-    V2_KEYS = ("premise_min_sd_ratio", "B1", "B7")
+    V2_FIELDS = (Field("v2.B1", "mapping"), Field("v2.B7", "mapping"))
     V2_RULES = ("B1",)
     V3_RULES = V3_RULES
 
@@ -102,6 +104,12 @@ def load_tables(section: Section, points: Sequence[str]) -> Tables:
     folder = shared["sweep"].folder
     corr = {k: pd.read_csv(folder / f"{k}_correlations.csv", index_col=0) for k in ("w", "h")}
     return Tables(**shared, w_correlations=corr["w"], h_correlations=corr["h"])
+
+
+def read_section(params_path: str | Path, overrides: Mapping[str, Any] | None = None) -> Section:
+    """B1, B2 and B7's section (the shared ``geometry_performance``, ``overrides`` applied) with
+    ``verdicts``, every field checked."""
+    return own_section(params_path, CHAPTER, overrides, Section)
 
 
 def read(

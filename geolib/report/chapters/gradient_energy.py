@@ -23,7 +23,6 @@ import numpy as np
 import pandas as pd
 
 from geolib.config import stage_params
-from geolib.measure import validate as check
 from geolib.measure.energy_counts import a4_released_count
 from geolib.measure.stats import (
     count_excluding,
@@ -47,7 +46,7 @@ from geolib.report.chapters.energy_per_model import (
     measured_ranks,
     on_steps,
 )
-from geolib.report.chapters.interface import own_sections
+from geolib.report.chapters.interface import own_section
 from geolib.report.claims import AFTER_DATA, DESCRIPTION, Claim, Confirmation, scale_of_runs
 from geolib.report.history import History
 from geolib.report.markup import words
@@ -62,8 +61,8 @@ from geolib.report.rules import (
     robustness,
     rule_from_params,
     rule_with,
-    section_basics,
 )
+from geolib.report.schema import check_section, learned_margin
 
 CHAPTER = "gradient_energy"
 
@@ -95,65 +94,49 @@ class Section:
     def from_params(
         cls, section: Mapping[str, Any], verdicts: Mapping[str, Any] | None = None
     ) -> Section:
-        need = ["key_rank", "early_share", "a4_v3", "a6_v3", "a7_v3", "frozen_sources"]
-        rules = ["a4_rule_v3", "a6_rule_v3", "a7_rule_v3", "a7_null_rule_v3"]
-        margin, level = section_basics("gradient_energy", section, verdicts, need, rules)
-        share = check.scalar("early_share", section["early_share"], low=0.0, strict=True)
-        if share > 1:
-            raise ValueError(f"early_share must be in (0, 1], got {share}")
+        """From the section and the top-level ``verdicts`` section; an error names every field
+        that breaks the schema (:data:`~geolib.report.schema.SCHEMAS`) at once."""
+        check_section(CHAPTER, section)
         return cls(
             key_rank=int(section["key_rank"]),
-            early_share=share,
-            learned_margin=margin,
-            ci_level=level,
+            early_share=float(section["early_share"]),
+            learned_margin=learned_margin(verdicts),
+            ci_level=float(section["ci_level"]),
             a4=section["a4_v3"],
             a6=section["a6_v3"],
             a7=section["a7_v3"],
             raw=section,
             history=History.from_params(verdicts, CHAPTER, section),
-            a7_warmup=_warmup_params(section.get("a7_warmup")),
+            a7_warmup=section.get("a7_warmup"),
             verdict_steps=_steps(section.get("verdict_steps")),
             confirmation=Confirmation.from_params(verdicts),
         )
 
 
+def read_section(params_path: str | Path, overrides: Mapping[str, Any] | None = None) -> Section:
+    """This chapter's section (``overrides`` applied) with ``verdicts``, every field checked."""
+    return own_section(params_path, CHAPTER, overrides, Section)
+
+
 def read(
     params_path: str | Path, overrides: Mapping[str, Any] | None = None
 ) -> tuple[Section, Tables]:
-    """This chapter's section (``overrides`` applied) and the tables it decides on
+    """This chapter's section and the tables it decides on
     (:mod:`geolib.report.chapters.interface`); A7's warm-up alternative's tables come from its
     own stage (``warmup_gradient_energy``) where it has run."""
-    p, pv = own_sections(params_path, CHAPTER, overrides)
+    section = read_section(params_path, overrides)
     warmup = Path(stage_params(params_path, "warmup_gradient_energy")["out_dir"])
-    return Section.from_params(p, pv), load_tables(
-        p["out_dir"], warmup if warmup.is_dir() else None
-    )
+    return section, load_tables(section.raw["out_dir"], warmup if warmup.is_dir() else None)
 
 
-def _steps(steps: Any) -> tuple[int, ...] | None:
-    """``verdict_steps`` checked: distinct non-negative steps, or ``None`` (every step)."""
+def _steps(steps: list[int] | None) -> tuple[int, ...] | None:
+    """``verdict_steps`` in order (the schema checked each is a step), or ``None`` (every
+    step); a repeated step would count a checkpoint twice."""
     if steps is None:
         return None
-    if not isinstance(steps, list) or not all(
-        isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in steps
-    ):
-        raise ValueError(f"gradient_energy.verdict_steps must be a list of steps, got {steps!r}")
     if len(set(steps)) != len(steps):
         raise ValueError(f"gradient_energy.verdict_steps repeats a step: {steps}")
     return tuple(sorted(steps))
-
-
-def _warmup_params(p: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-    """``a7_warmup`` checked (absent: no warm-up alternative)."""
-    if p is None:
-        return None
-    missing = {"family", "shift_steps", "tolerance", "min_pairs", "reason"} - set(p)
-    if missing:
-        raise ValueError(f"gradient_energy.a7_warmup lacks {sorted(missing)}")
-    check.scalar("a7_warmup.shift_steps", p["shift_steps"], low=0.0, strict=True)
-    check.scalar("a7_warmup.tolerance", p["tolerance"], low=0.0)
-    check.scalar("a7_warmup.min_pairs", p["min_pairs"], low=1.0)
-    return p
 
 
 # ---------------------------------------------------------------------------------------------

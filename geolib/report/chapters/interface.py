@@ -3,10 +3,12 @@
 Every module of :data:`CHAPTERS` has
 
 - ``CHAPTER``: its stage (and notebook) name;
-- ``read(params_path, overrides=None) -> (section, tables)``: its rules and constants from the
+- ``read_section(params_path, overrides=None) -> section``: its rules and constants from the
   parameters file (its own section with the notebook's overrides, and the top-level
-  ``verdicts``), checked together before any table is read, and the analysis stages' tables it
-  decides on;
+  ``verdicts``), every field checked together (``scripts/run_notebook.py`` calls it before the
+  notebook starts);
+- ``read(params_path, overrides=None) -> (section, tables)``: that section and the analysis
+  stages' tables it decides on;
 - ``verdicts(tables, section) -> list[Claim]``: its rows of the claims table (the scale chapter:
   its cells of the table's "trend with size" column, :class:`~geolib.report.trends.TrendRow`).
 
@@ -43,6 +45,7 @@ CHAPTERS = (
 )
 #: each function of the interface and its parameters, in order
 SIGNATURES = {
+    "read_section": ("params_path", "overrides"),
     "read": ("params_path", "overrides"),
     "verdicts": ("tables", "section"),
 }
@@ -58,6 +61,14 @@ def own_sections(
     return own, stage_params(params_path, "verdicts")
 
 
+def own_section(
+    params_path: str | Path, name: str, overrides: Mapping[str, Any] | None, section_type: Any
+) -> Any:
+    """``read_section`` of a chapter whose section reads its own section and ``verdicts``:
+    ``section_type.from_params`` on them (:func:`own_sections`)."""
+    return section_type.from_params(*own_sections(params_path, name, overrides))
+
+
 def read_with_losses(
     params_path: str | Path,
     name: str,
@@ -67,8 +78,9 @@ def read_with_losses(
 ) -> tuple[Any, Any]:
     """``read`` of a Paper A chapter whose tables are its analysis stage's (``out_dir``) with the
     loss table that says who learned (``learned_losses``)."""
-    p, pv = own_sections(params_path, name, overrides)
-    return section_type.from_params(p, pv), load_tables(p["out_dir"], p["learned_losses"])
+    section = own_section(params_path, name, overrides, section_type)
+    p = section.raw
+    return section, load_tables(p["out_dir"], p["learned_losses"])
 
 
 def chapter(name: str) -> Any:
@@ -93,6 +105,6 @@ def problems(module: Any, name: str) -> list[str]:
         params = inspect.signature(f).parameters
         if tuple(params) != want:
             found.append(f"{name}: {fn}{tuple(params)}, not {fn}{want}")
-        elif fn == "read" and params["overrides"].default is not None:
-            found.append(f"{name}: read()'s overrides must default to None")
+        elif fn.startswith("read") and params["overrides"].default is not None:
+            found.append(f"{name}: {fn}()'s overrides must default to None")
     return found

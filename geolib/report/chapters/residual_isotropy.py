@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geolib.measure import validate as check
 from geolib.measure.stats import count_excluding, mean_ci
 from geolib.report.chapters.common import (
     V3Section,
@@ -30,7 +29,7 @@ from geolib.report.chapters.common import (
     run_columns,
     v3_claim,
 )
-from geolib.report.chapters.interface import read_with_losses
+from geolib.report.chapters.interface import own_section, read_with_losses
 from geolib.report.claims import Claim
 from geolib.report.evidence import decide_clipped
 from geolib.report.learners import Learners, learners_of_runs
@@ -62,10 +61,7 @@ class Section(V3Section):
     source of T, and the fewest learned models a family's interval needs."""
 
     CHAPTER = CHAPTER
-    NEED = ("key_rank", "zeta", "a5_source", "a5_v2", "a5_v3")
-    RULES = ("a5_rule", "a5_rule_v3")
     V3 = "a5_v3"
-    V3_KEYS = ("min_models", "revision", "alternatives")
 
     key_rank: int
     zeta: float
@@ -73,17 +69,10 @@ class Section(V3Section):
     min_models: int
 
     @classmethod
-    def check_v3(cls, v3: Mapping[str, Any]) -> None:
-        """An interval over models needs at least two of them."""
-        min_models = v3["min_models"]
-        if isinstance(min_models, bool) or int(min_models) != min_models or min_models < 2:
-            raise ValueError(f"a5_v3.min_models must be an integer >= 2, got {min_models!r}")
-
-    @classmethod
     def own_fields(cls, section: Mapping[str, Any], v3: Mapping[str, Any]) -> dict[str, Any]:
         return {
             "key_rank": int(section["key_rank"]),
-            "zeta": check.scalar("zeta", section["zeta"], low=0.0),
+            "zeta": float(section["zeta"]),
             "a5_source": int(section["a5_source"]),
             "min_models": int(v3["min_models"]),
         }
@@ -104,6 +93,11 @@ class Tables:
 def load_tables(out_dir: str | Path, losses: str | Path) -> Tables:
     """The tables the analysis stage wrote in ``out_dir``, and the loss table at ``losses``."""
     return read_tables(Tables, out_dir, losses, "residual_isotropy.csv")
+
+
+def read_section(params_path: str | Path, overrides: Mapping[str, Any] | None = None) -> Section:
+    """A5's section (``overrides`` applied) with ``verdicts``, every field checked."""
+    return own_section(params_path, CHAPTER, overrides, Section)
 
 
 def read(

@@ -27,19 +27,20 @@ from typing import Any
 
 import pandas as pd
 
+from geolib.config import stage_params
 from geolib.measure import validate as check
 from geolib.measure.stats import count_excluding, proportion_ci
-from geolib.report.chapters.interface import own_sections
+from geolib.report.chapters.interface import own_section
 from geolib.report.claims import AFTER_DATA, Claim, scale_of_runs
 from geolib.report.history import History
 from geolib.report.learners import Learners, learners
 from geolib.report.markup import words
 from geolib.report.rules import Verdict, given_premise, robustness, rule_from_params, seeds_agreeing
+from geolib.report.schema import check_section, learned_margin
 from geolib.report.sweep_chapters import share_text
 from geolib.report.sweep_tables import (
     V3Terms,
     mapping,
-    rule_spec,
     unigram_entropy,
 )
 
@@ -51,12 +52,6 @@ RUN_COLUMNS = (
     "degradation_ci_low", "degradation_ci_high", "rank_drop", "loss_id_eval_final",
     "epochs_final", "params", "tokens",
 )  # fmt: skip
-
-
-def _need(where: str, section: Mapping[str, Any], keys: Sequence[str]) -> None:
-    missing = [k for k in keys if k not in section]
-    if missing:
-        raise ValueError(f"params.yaml {where}: missing key(s) {missing}")
 
 
 @dataclass(frozen=True)
@@ -79,43 +74,28 @@ class Section(V3Terms):
     ) -> Section:
         where = "saturation"
         section = mapping(where, section)
-        _need(where, section, ["layouts", "second_half_from", "ci_level", "b6_rule", "b6_v3"])
-        if verdicts is None or "learned_margin" not in verdicts:
-            raise ValueError("B6 needs the verdicts section (learned_margin): pass it")
-        layouts = tuple(mapping(f"{where}.layouts", section["layouts"]))
+        check_section(where, section)
+        margin = learned_margin(verdicts)
+        layouts = tuple(section["layouts"])
         if len(layouts) != 2:
             raise ValueError(f"{where}.layouts: two layouts (parallel, sequential), got {layouts}")
-        v3 = mapping(f"{where}.b6_v3", section["b6_v3"])
-        keys = ["decide", "revision", "alternatives", "reference_tokens", "unigram_counts"]
-        _need(f"{where}.b6_v3", v3, keys)
-        if not isinstance(v3["revision"], str) or not v3["revision"].strip():
-            raise ValueError(f"{where}.b6_v3.revision: say in words why v3 differs from v2")
-        alts = mapping(f"{where}.b6_v3.alternatives", v3["alternatives"])
+        v3 = section["b6_v3"]
+        alts = v3["alternatives"]
         for name, change in alts.items():
-            bad = {k: v for k, v in mapping(name, change).items() if k != "by" or v not in BY}
+            bad = {k: v for k, v in change.items() if k != "by" or v not in BY}
             if bad or not change:
                 raise ValueError(f"{where}.b6_v3.alternatives.{name}: only 'by' in {sorted(BY)}")
-        if not alts:
-            raise ValueError(f"{where}.b6_v3.alternatives: declare at least one")
-        frac = check.scalar(f"{where}.second_half_from", section["second_half_from"], low=0.0)
-        level = check.scalar(f"{where}.ci_level", section["ci_level"])
-        if frac >= 1.0 or not 0.0 < level < 1.0:
-            raise ValueError(f"{where}: need second_half_from < 1 and ci_level in (0, 1)")
         return cls(
             layouts=(str(layouts[0]), str(layouts[1])),
-            second_half_from=frac,
-            ci_level=level,
+            second_half_from=float(section["second_half_from"]),
+            ci_level=float(section["ci_level"]),
             history=History.from_params(verdicts, CHAPTER, section),
-            rule=rule_spec(f"{where}.b6_v3.decide", v3["decide"]),
+            rule=dict(v3["decide"]),
             revision=words(v3["revision"]),
             alternatives={str(k): dict(v) for k, v in alts.items()},
-            reference_tokens=check.scalar(
-                f"{where}.b6_v3.reference_tokens", v3["reference_tokens"], low=0.0, strict=True
-            ),
+            reference_tokens=float(v3["reference_tokens"]),
             unigram_counts=str(v3["unigram_counts"]),
-            learned_margin=check.scalar(
-                "verdicts.learned_margin", verdicts["learned_margin"], low=0.0
-            ),
+            learned_margin=margin,
         )
 
 
@@ -158,14 +138,19 @@ def load_tables(folder: str | Path, unigram_counts: str | Path) -> Tables:
     )
 
 
+def read_section(params_path: str | Path, overrides: Mapping[str, Any] | None = None) -> Section:
+    """This chapter's section (``overrides`` applied) with ``verdicts``, every field checked."""
+    return own_section(params_path, CHAPTER, overrides, Section)
+
+
 def read(
     params_path: str | Path, overrides: Mapping[str, Any] | None = None
 ) -> tuple[Section, Tables]:
-    """This chapter's section (``overrides`` applied) and the tables it decides on
+    """This chapter's section and the tables it decides on
     (:mod:`geolib.report.chapters.interface`)."""
-    p, pv = own_sections(params_path, CHAPTER, overrides)
-    section = Section.from_params(p, pv)
-    return section, load_tables(p["out_dir"], section.unigram_counts)
+    section = read_section(params_path, overrides)
+    out_dir = stage_params(params_path, CHAPTER, overrides)["out_dir"]
+    return section, load_tables(out_dir, section.unigram_counts)
 
 
 def learned(tables: Tables, section: Section) -> Learners:

@@ -130,16 +130,20 @@ def load_tables(section: Section) -> Tables:
     return Tables(stacked("gradient_energy"), stacked("frequency_collapse"), a5)
 
 
-def read(
-    params_path: str | Path, overrides: Mapping[str, Any] | None = None
-) -> tuple[Section, Tables]:
-    """Section ``scale`` (with ``overrides``) checked against the chapters' sections, and the
-    tables it decides on."""
-    section = Section.from_params(
+def read_section(params_path: str | Path, overrides: Mapping[str, Any] | None = None) -> Section:
+    """Section ``scale`` (with ``overrides``) checked against the chapters' sections."""
+    return Section.from_params(
         stage_params(params_path, CHAPTER, overrides),
         {s: stage_params(params_path, s) for s in SECTIONS},
         {s: stage_params(params_path, f"scale_{s}") for s in SECTIONS},
     )
+
+
+def read(
+    params_path: str | Path, overrides: Mapping[str, Any] | None = None
+) -> tuple[Section, Tables]:
+    """:func:`read_section` and the tables it decides on."""
+    section = read_section(params_path, overrides)
     return section, load_tables(section)
 
 

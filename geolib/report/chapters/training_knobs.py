@@ -19,15 +19,16 @@ from typing import Any
 
 import numpy as np
 
-from geolib.measure import validate as check
 from geolib.measure.geometry import ID_LOSS
 from geolib.measure.stats import proportion_ci
 from geolib.report import sweep_v4
 from geolib.report.budget_premise import AtBudget
+from geolib.report.chapters.interface import own_section
 from geolib.report.claims import Claim
 from geolib.report.evidence import decide_interval
 from geolib.report.learners import Learners
 from geolib.report.rules import INCONCLUSIVE, NOT_RUN, Verdict, rule_from_params
+from geolib.report.schema import Field
 from geolib.report.sweep_chapters import (
     Checks,
     Decision,
@@ -59,7 +60,12 @@ V1_RULES = (
     "b5_lr_loss",
     "b5_lr_rank",
 )
-V2_KEYS = ("min_init_move_share", "paper_weight_decay", "seed_sd_after_data", "B3", "B4", "B5")
+V2_FIELDS = (
+    Field("v2.min_init_move_share", float, low=0.0, high=1.0, open_low=True),
+    Field("v2.paper_weight_decay", float, low=0.0, many=True),  # [low, high]
+    Field("v2.seed_sd_after_data", "text"),
+    *(Field(f"v2.{claim}", "mapping") for claim in ("B3", "B4", "B5")),
+)
 V3_RULES = {"b3_v3": ("u_shape",), "b4_v3": (), "b5_v3": ()}
 
 
@@ -67,10 +73,11 @@ V3_RULES = {"b3_v3": ("u_shape",), "b4_v3": (), "b5_v3": ()}
 class Section(SweepSection):
     """The ``geometry_performance`` section as B3, B4 and B5 read it: the shared fields
     (:class:`~geolib.report.sweep_tables.SweepSection`, which checks them), v2's settings of
-    B3 and B4 (:meth:`check_v2`) and each claim's v3 mapping (B3's U-shape rule)."""
+    B3 and B4 (:data:`V2_FIELDS`, :meth:`check_v2`) and each claim's v3 mapping (B3's U-shape
+    rule)."""
 
     V1_RULES = V1_RULES
-    V2_KEYS = V2_KEYS
+    V2_FIELDS = V2_FIELDS
     V2_RULES = ("B5",)
     V3_RULES = V3_RULES
 
@@ -80,15 +87,12 @@ class Section(SweepSection):
 
     @staticmethod
     def check_v2(v2: Mapping[str, Any]) -> None:
-        """B3's least share of W's move from its random start, and the paper's weight-decay
-        range (B4) as ``[low, high]``."""
-        where = "geometry_performance"
-        share = check.scalar(f"{where}.v2.min_init_move_share", v2["min_init_move_share"])
-        if not 0 < share <= 1:
-            raise ValueError(f"{where}.v2.min_init_move_share must lie in (0, 1], got {share}")
+        """The paper's weight-decay range (B4) as ``[low, high]``."""
         wd = v2["paper_weight_decay"]
-        if not isinstance(wd, Sequence) or len(wd) != 2 or not float(wd[0]) <= float(wd[1]):
-            raise ValueError(f"{where}.v2.paper_weight_decay must be [low, high], got {wd!r}")
+        if len(wd) != 2 or not wd[0] <= wd[1]:
+            raise ValueError(
+                f"geometry_performance.v2.paper_weight_decay must be [low, high], got {wd!r}"
+            )
 
 
 #: the sweep's tables and the unigram entropy of the training split are all this chapter reads
@@ -98,6 +102,12 @@ Tables = ChapterTables
 def load_tables(section: Section, points: Sequence[str]) -> Tables:
     """Read the tables from where the analysis stage wrote them (``points``: the sweep's)."""
     return Tables(**section.chapter_tables(points))
+
+
+def read_section(params_path: str | Path, overrides: Mapping[str, Any] | None = None) -> Section:
+    """B3-B5's section (the shared ``geometry_performance``, ``overrides`` applied) with
+    ``verdicts``, every field checked."""
+    return own_section(params_path, CHAPTER, overrides, Section)
 
 
 def read(

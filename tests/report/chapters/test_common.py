@@ -15,24 +15,33 @@ from geolib.report.chapters import common
 from geolib.report.claims import AFTER_DATA
 from geolib.report.learners import Learners
 from geolib.report.rules import PARTLY, REPRODUCED, Verdict
+from geolib.report.schema import Field
 
 
 @dataclass(frozen=True, kw_only=True)
 class Section(common.V3Section):
-    """A chapter with one own field (``bar``, in its v3 mapping) and one own check."""
+    """A chapter with one own field (``bar``, in its v3 mapping, declared in its schema) and
+    one own check that no schema states (``bar`` an integer when above 10)."""
 
     CHAPTER = "demo"
-    NEED = ("demo_v3",)
-    RULES = ("demo_rule",)
     V3 = "demo_v3"
-    V3_KEYS = ("bar", "revision", "alternatives")
 
     bar: float
 
     @classmethod
+    def schema(cls) -> tuple[Field, ...]:
+        return (
+            Field("ci_level", float, low=0.0, high=1.0, open_low=True, open_high=True),
+            Field("demo_rule", "rule"),
+            Field("demo_v3.revision", "text"),
+            Field("demo_v3.alternatives", "mapping"),
+            Field("demo_v3.bar", float, low=0.0),
+        )
+
+    @classmethod
     def check_v3(cls, v3: dict[str, Any]) -> None:
-        if v3["bar"] < 0:
-            raise ValueError("demo_v3.bar must be >= 0")
+        if v3["bar"] > 10 and v3["bar"] != int(v3["bar"]):
+            raise ValueError("demo_v3.bar above 10 must be whole")
 
     @classmethod
     def own_fields(cls, section: dict[str, Any], v3: dict[str, Any]) -> dict[str, Any]:
@@ -61,15 +70,19 @@ def test_a_section_reads_the_shared_fields_then_its_own():
         Section.from_params(SECTION, {"learned_margin": 0.25})
     with pytest.raises(ValueError, match="learned_margin"):
         Section.from_params(SECTION, None)
-    with pytest.raises(ValueError, match=r"demo\.demo_v3 lacks 'revision'"):
+    with pytest.raises(ValueError, match=r"^section demo: demo_v3.revision is missing$"):
         Section.from_params({**SECTION, "demo_v3": {"bar": 2, "alternatives": {}}}, VERDICTS)
-    # the shared checks first (the verdicts section), then the chapter's, then the revision's
-    bad = {**SECTION, "demo_v3": {"bar": -1, "revision": " ", "alternatives": {}}}
-    with pytest.raises(ValueError, match="bar must be >= 0"):
+    # every field the schema declares is judged at once, before the chapter's own check
+    bad = {**SECTION, "ci_level": 1, "demo_v3": {"bar": -1, "revision": " ", "alternatives": {}}}
+    with pytest.raises(ValueError) as raised:
         Section.from_params(bad, VERDICTS)
-    blank = {**SECTION, "demo_v3": {"bar": 1, "revision": " ", "alternatives": {}}}
-    with pytest.raises(ValueError, match="demo_v3.revision must say why"):
-        Section.from_params(blank, VERDICTS)
+    assert str(raised.value) == (
+        "section demo: ci_level must be in (0, 1): 1; demo_v3.revision must be non-empty text, "
+        "got ' '; demo_v3.bar must be in [0, inf]: -1"
+    )
+    odd = {**SECTION, "demo_v3": {**SECTION["demo_v3"], "bar": 10.5}}
+    with pytest.raises(ValueError, match="above 10 must be whole"):
+        Section.from_params(odd, VERDICTS)
 
 
 @dataclass(frozen=True)

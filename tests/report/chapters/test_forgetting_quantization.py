@@ -138,13 +138,13 @@ def test_the_repository_rules_are_read(params):
 @pytest.mark.parametrize(
     "change, message",
     [
-        ({"b8_v3": None}, "geometry_performance.b8_v3 must be a mapping"),
-        ({"sweep_v3": {}}, "geometry_performance: missing 'sweep_v3.unigram_counts'"),
-        ({"n_boot": 10}, "n_boot must be >= 100"),
-        ({"ci_level": 1.5}, "ci_level must be in (0, 1)"),
+        ({"b8_v3": None}, "b8_v3.revision is missing; b8_v3.alternatives is missing"),
+        ({"sweep_v3": {}}, "sweep_v3.unigram_counts is missing"),
+        ({"n_boot": 10}, "n_boot must be in [100, inf]: 10"),
+        ({"ci_level": 1.5}, "ci_level must be in (0, 1): 1.5"),
         ({"no_prediction": {"rule": "nope"}}, "b8_v3.no_prediction: unknown rule 'nope'"),
-        ({"premise_min_sd_ratio": 0}, "premise_min_sd_ratio must be > 0.0"),
-        ({"revision": " "}, "b8_v3.revision: say in words why v3 differs"),
+        ({"premise_min_sd_ratio": 0}, "b8_v3.premise_min_sd_ratio must be in (0, inf]: 0"),
+        ({"revision": " "}, "b8_v3.revision must be non-empty text"),
     ],
 )
 def test_bad_sections_raise_naming_the_key(params, change, message):
@@ -170,7 +170,7 @@ def test_missing_verdicts_and_bad_alternatives_raise(params):
     gp["b8_v3"] = {**gp["b8_v3"], "alternatives": {"x": {"colour": "red"}}}
     with pytest.raises(ValueError, match=r"b8_v3.alternatives.x: unknown \['colour'\]"):
         fq.Section.from_params(gp, params["verdicts"], **kw)
-    with pytest.raises(ValueError, match="missing 'b8_quant_loose'"):
+    with pytest.raises(ValueError, match="section quantization: b8_quant_loose is missing"):
         fq.Section.from_params(
             params["geometry_performance"],
             params["verdicts"],

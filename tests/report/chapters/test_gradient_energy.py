@@ -353,7 +353,7 @@ def test_a7_reads_the_warmup_alternative_by_seed_without_changing_the_status():
         ge.a7_v3(both, section(a7_warmup={**WARMUP, "min_pairs": 3})).detail.count("cannot tell")
         == 1
     )
-    with pytest.raises(ValueError, match="a7_warmup lacks"):
+    with pytest.raises(ValueError, match="a7_warmup.shift_steps is missing"):
         section(a7_warmup={"family": "dec"})
     # the alternative's models never learned: no pair, "cannot tell", and no error
     idle = tables({f"dec-s{i}": {"decoder": True, "r": later, "learns": False} for i in range(2)})

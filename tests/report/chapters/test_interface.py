@@ -49,15 +49,18 @@ def test_a_module_short_of_the_interface_is_named_with_what_it_lacks():
 
     def read_required(params_path, overrides): ...
 
-    good = SimpleNamespace(CHAPTER="x", read=read, verdicts=lambda tables, section: [])
+    good = SimpleNamespace(
+        CHAPTER="x", read_section=read, read=read, verdicts=lambda tables, section: []
+    )
     assert interface.problems(good, "x") == []
     found = interface.problems(SimpleNamespace(CHAPTER="y", read=read_required), "x")
     assert found == [
         "x: CHAPTER is 'y', not 'x'",
+        "x: no function read_section()",
         "x: read()'s overrides must default to None",
         "x: no function verdicts()",
     ]
-    swapped = SimpleNamespace(CHAPTER="x", read=read, verdicts=verdicts)
+    swapped = SimpleNamespace(CHAPTER="x", read_section=read, read=read, verdicts=verdicts)
     assert interface.problems(swapped, "x") == [
         "x: verdicts('section', 'tables'), not verdicts('tables', 'section')"
     ]

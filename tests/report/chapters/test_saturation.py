@@ -103,14 +103,14 @@ def test_the_repository_rules_are_read(section, params):
 @pytest.mark.parametrize(
     "change, message",
     [
-        ({"b6_v3": None}, "saturation.b6_v3 must be a mapping"),
+        ({"b6_v3": None}, "b6_v3.revision is missing"),
         ({"layouts": {"a": 1, "b": 2, "c": 3}}, "two layouts"),
-        ({"ci_level": 2}, "ci_level in (0, 1)"),
-        ({"b6_rule": {"rule": "fraction"}}, "saturation.b6_rule: rule 'fraction': missing"),
-        ({"v3": {"revision": ""}}, "b6_v3.revision: say in words"),
+        ({"ci_level": 2}, "ci_level must be in (0, 1): 2"),
+        ({"b6_rule": {"rule": "fraction"}}, "b6_rule: rule 'fraction': missing"),
+        ({"v3": {"revision": ""}}, "b6_v3.revision must be non-empty text"),
         ({"v3": {"alternatives": {"x": {"by": "mood"}}}}, "alternatives.x: only 'by'"),
         ({"v3": {"decide": {"rule": "nope"}}}, "b6_v3.decide: unknown rule"),
-        ({"v3": {"reference_tokens": 0}}, "reference_tokens must be > 0"),
+        ({"v3": {"reference_tokens": 0}}, "reference_tokens must be in (0, inf]: 0"),
     ],
 )
 def test_bad_sections_raise_naming_the_key(params, change, message):

@@ -266,7 +266,7 @@ def test_the_committed_section_parses_and_bad_sections_are_named():
         tk.Section.from_params(
             {**SECTION, "v2": {**SECTION["v2"], "paper_weight_decay": [0.1]}}, margin
         )
-    with pytest.raises(ValueError, match="missing key 'b5_v3'"):
+    with pytest.raises(ValueError, match="b5_v3.revision is missing"):
         tk.Section.from_params({k: v for k, v in SECTION.items() if k != "b5_v3"}, margin)
     with pytest.raises(ValueError, match=r"b3_v3\.u_shape: rule 'threshold': unknown field"):
         u = {**SECTION["b3_v3"]["u_shape"], "tol": 1}
