@@ -87,8 +87,7 @@ report/              imports config, files, measure; knows no models
     schema           every section's fields declared once (numbers and bounds, rules, text,
                      mappings), checked together before a notebook starts
     chapters/        one module per empirical chapter: its section, its tables, its verdicts
-        interface            a chapter module's one interface: CHAPTER, read_section, read,
-                             verdicts
+        interface            each chapter's interface: CHAPTER, read_section, read, verdicts
         common               what the Paper A chapters share: section fields, tables, claim row
         gradient_energy      A4, A6, A7 (rules v3) and the released models' descriptions
         energy_per_model     the gradient-energy tables as read; each model's A4, A6, A7 numbers
