@@ -250,16 +250,6 @@ def test_a_short_text_a_missing_head_and_cuda_without_a_gpu(tmp_path, capsys):
         mm.unembedding_row(Headless())
 
 
-def test_cosine_sum_and_centred_effective_rank_match_the_whole_matrix_functions():
-    rng = np.random.default_rng(1)
-    x = rng.standard_normal((300, 6)) * [5, 3, 1, 1, 0.5, 0.1] + 2.0
-    acc = mm.CosineSum(6)
-    for part in np.array_split(x, 7):
-        acc.update(torch.from_numpy(part))
-    assert np.isclose(acc.mean(), mean_cosine_similarity(x), rtol=1e-12)
-    assert np.isclose(mm.centred_effective_rank(np.cov(x.T)), effective_rank(x, center=True))
-
-
 def test_the_geolib_command_names_its_subcommands(capsys):
     assert geolib_main(["nope"]) == 2
     assert "unknown command 'nope'" in capsys.readouterr().err
