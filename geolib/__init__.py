@@ -41,7 +41,8 @@ models/              imports config, files, stage, data
 measure/             imports nothing outside measure: pure functions on arrays and tensors
     blocks           inputs checked once, read as float64 row blocks; Gram and scatter passes
     metrics          effective rank, IsoScore(*), cosine, partition isotropy (numpy/torch)
-    streamed         statistics over batches in bounded memory: mean cosine, centred rank
+    streamed         statistics over batches in bounded memory (mean cosine, centred rank);
+                     freed heap pages handed back between batches (malloc_trim)
     synthetic        point clouds with known geometry, to validate the metrics
     stats            intervals, log-log fits, bootstrap: every number with its uncertainty
     evaluate         a model's cross-entropy for measurements: per-window losses, probe loss

@@ -9,13 +9,16 @@ chapter's section) to the number at ``at`` (a dotted path into the analysis stag
 ``summary.json``; ``""``: the summary itself):
 
 - ``interval``: ``value [low, high]`` (:mod:`geolib.report.evidence`: ``decide_interval``);
-- ``clipped``: the same, the rule's own reason kept (``decide_clipped``);
+- ``clipped``: the same, the rule's own reason kept (``decide_clipped``; ``undefined``: why
+  an undefined number is, in words);
 - ``count``: ``successes`` of ``n_units`` (``decide_count``).
 
 ``each``: ``at`` holds one such number per model; each is decided and their statuses combined.
-``premise``: the path of a value that must be true, else the check is *inconclusive* and
-``fails`` (formatted with the fields at ``at``) says why. ``missing``: the status where the
-summary lacks ``at`` (by default the number is undefined). A path may name ``{fields}`` the
+``premise``: the path of a value that must be true (a bool; with ``premise_above``, a number
+above it), else the check is *inconclusive* and ``fails`` (formatted with the fields at ``at``)
+says why. A number the summary lacks is an error, unless declared: ``absent: undefined`` (the
+stage leaves it out when it is undefined: *inconclusive*), or ``ran``: the path whose absence
+means the runs the check reads were not made (*not yet run*). A path may name ``{fields}`` the
 chapter fills (residual isotropy's zeta, ``{change}``).
 
     history = History.from_params(verdicts, "gradient_energy", section)
@@ -30,7 +33,9 @@ from typing import Any
 
 from geolib.report.evidence import decide_clipped, decide_count, decide_interval
 from geolib.report.rules import (
-    STATUSES,
+    INCONCLUSIVE,
+    NOT_RUN,
+    Rule,
     Verdict,
     combine_statuses,
     given_premise,
@@ -38,7 +43,12 @@ from geolib.report.rules import (
 )
 
 KINDS = ("interval", "clipped", "count")
-KEYS = {"rule", "kind", "at", "each", "premise", "fails", "missing", "undefined"}
+KEYS = {
+    "rule", "kind", "at", "each", "premise", "premise_above", "fails", "absent", "ran",
+    "undefined",
+}  # fmt: skip
+#: what a check may declare of a number the summary lacks
+ABSENT = ("error", "undefined")
 
 
 @dataclass(frozen=True)
@@ -47,27 +57,32 @@ class Check:
 
     rule: str
     kind: str
-    at: str
+    at: str = ""
     each: bool = False
     premise: str | None = None
+    premise_above: float | None = None
     fails: str = ""
-    missing: str | None = None
+    absent: str = "error"
+    ran: str | None = None
     undefined: str = "the stage left it undefined"
 
     def __post_init__(self) -> None:
+        where = f"check of {self.rule}"
         if self.kind not in KINDS:
-            raise ValueError(
-                f"check of {self.rule}: kind must be one of {KINDS}, got {self.kind!r}"
-            )
-        if self.missing is not None and self.missing not in STATUSES:
-            raise ValueError(
-                f"check of {self.rule}: missing must be a status, got {self.missing!r}"
-            )
+            raise ValueError(f"{where}: kind must be one of {KINDS}, got {self.kind!r}")
+        if self.absent not in ABSENT:
+            raise ValueError(f"{where}: absent must be one of {ABSENT}, got {self.absent!r}")
+        if self.absent == "undefined" and self.kind == "count":
+            raise ValueError(f"{where}: a count the stage left out cannot be undefined")
         if self.premise is not None and not self.fails.strip():
-            raise ValueError(f"check of {self.rule}: a premise needs `fails` (why, in words)")
+            raise ValueError(f"{where}: a premise needs `fails` (why, in words)")
+        if self.premise_above is not None and self.premise is None:
+            raise ValueError(f"{where}: premise_above needs a premise")
 
 
 def _path(at: str, fields: Mapping[str, Any]) -> list[str]:
+    """The keys of dotted path ``at``, each with the chapter's ``fields`` filled in (split
+    before filling: a field's value may hold a dot, as zeta's ``0.2/drop``)."""
     return [part.format(**fields) for part in at.split(".")] if at else []
 
 
@@ -81,7 +96,7 @@ def _get(summary: Mapping[str, Any], path: list[str]) -> Any:
     return node
 
 
-def _decide_one(check: Check, rule: Any, d: Mapping[str, Any]) -> Verdict:
+def _decide_one(check: Check, rule: Rule, d: Mapping[str, Any]) -> Verdict:
     if check.kind == "count":
         return decide_count(rule, d)
     if check.kind == "clipped":
@@ -89,30 +104,53 @@ def _decide_one(check: Check, rule: Any, d: Mapping[str, Any]) -> Verdict:
     return decide_interval(rule, d.get("value"), d.get("low"), d.get("high"), check.rule)[0]
 
 
+def _premise(check: Check, summary: Mapping[str, Any], fields: Mapping[str, Any]) -> Any:
+    """The premise's value: a bool as the summary holds it (``given_premise`` refuses any
+    other), or, with ``premise_above``, whether the number there is above it (NaN: not)."""
+    value = _get(summary, _path(str(check.premise), fields))
+    if check.premise_above is None:
+        return value
+    return isinstance(value, int | float) and value > check.premise_above
+
+
 def decide_check(
     check: Check, section: Mapping[str, Any], summary: Mapping[str, Any], fields: Mapping[str, Any]
 ) -> Verdict:
     """``check`` on the stage's ``summary``, its rule read from the chapter's ``section``."""
     rule = rule_from_params(section[check.rule])
+    if check.ran is not None:
+        try:
+            made = bool(_get(summary, _path(check.ran, fields)))
+        except KeyError:
+            made = False
+        if not made:
+            return Verdict(NOT_RUN, rule.describe(), f"{check.ran} not in the stage's summary")
+    path = _path(check.at, fields)
     try:
-        d = _get(summary, _path(check.at, fields))
-    except KeyError as absent:
-        if check.missing is not None:
-            return Verdict(check.missing, rule.describe(), f"{absent.args[0]} not in the summary")
-        if check.kind == "count":
-            raise ValueError(f"the stage's summary lacks the count {absent.args[0]}") from None
-        d = {}
+        d = _get(summary, path)
+    except KeyError:
+        if check.absent == "error":
+            raise ValueError(
+                f"the stage's summary lacks {'.'.join(path)} ({check.rule}'s number)"
+            ) from None
+        if check.kind == "clipped":
+            d = {}  # undefined, in the check's own words
+        else:
+            why = f"undefined: {'.'.join(path)} not in the stage's summary"
+            return Verdict(INCONCLUSIVE, rule.describe(), why)
 
     def decide() -> Verdict:
         if not check.each:
             return _decide_one(check, rule, d)
+        if not d:
+            return Verdict(NOT_RUN, rule.describe(), "no model in the stage's summary")
         units = [_decide_one(check, rule, x) for x in d.values()]
         why = "; ".join(f"{name}: {v.status}" for name, v in zip(d, units, strict=True))
         return Verdict(combine_statuses(v.status for v in units), rule.describe(), why)
 
     if check.premise is None:
         return decide()
-    holds = bool(_get(summary, _path(check.premise, fields)))
+    holds = _premise(check, summary, fields)
     return given_premise(rule, holds, check.fails.format(**d), decide)
 
 
@@ -126,6 +164,22 @@ def combine(verdicts: list[Verdict]) -> Verdict:
         "; ".join(dict.fromkeys(v.rule for v in verdicts)),
         "; ".join(v.reason for v in verdicts),
     )
+
+
+def _check(where: str, spec: Any, section: Mapping[str, Any], chapter: str) -> Check:
+    """One declared check, read and its rule built (errors name ``where``)."""
+    if not isinstance(spec, Mapping):
+        raise ValueError(f"{where}: a check is a mapping (rule, kind, at), got {spec!r}")
+    extra, lacking = set(spec) - KEYS, {"rule", "kind"} - set(spec)
+    if extra or lacking:
+        raise ValueError(f"{where}: unknown keys {sorted(extra)}, lacking {sorted(lacking)}")
+    if spec["rule"] not in section:
+        raise ValueError(f"{where}: the section lacks rule {spec['rule']!r}")
+    try:  # a malformed rule fails here, named by its key
+        rule_from_params(section[spec["rule"]])
+    except ValueError as bad:
+        raise ValueError(f"{chapter}.{spec['rule']}: {bad}") from None
+    return Check(**{**spec, "at": str(spec.get("at", ""))})
 
 
 @dataclass(frozen=True)
@@ -152,23 +206,12 @@ class History:
                 raise ValueError(f"{where}.{claim}: a mapping of versions to checks")
             versions[claim] = {}
             for version, checks in by_version.items():
+                at = f"{where}.{claim}.{version}"
                 if not isinstance(checks, list) or not checks:
-                    raise ValueError(f"{where}.{claim}.{version}: a non-empty list of checks")
-                parsed = []
-                for c in checks:
-                    extra = set(c) - KEYS if isinstance(c, Mapping) else {"(not a mapping)"}
-                    if extra:
-                        raise ValueError(f"{where}.{claim}.{version}: unknown keys {sorted(extra)}")
-                    if c.get("rule") not in section:
-                        raise ValueError(
-                            f"{where}.{claim}.{version}: the section lacks rule {c.get('rule')!r}"
-                        )
-                    try:  # a malformed rule fails here, named by its key
-                        rule_from_params(section[c["rule"]])
-                    except ValueError as bad:
-                        raise ValueError(f"{chapter}.{c['rule']}: {bad}") from None
-                    parsed.append(Check(**{**c, "at": str(c.get("at", ""))}))
-                versions[claim][str(version)] = tuple(parsed)
+                    raise ValueError(f"{at}: a non-empty list of checks")
+                versions[claim][str(version)] = tuple(
+                    _check(at, c, section, chapter) for c in checks
+                )
         return cls(versions, section)
 
     def verdicts(self, summary: Mapping[str, Any], **fields: Any) -> dict[str, dict[str, Verdict]]:

@@ -30,7 +30,9 @@ class Field:
     - ``"mapping"``: a mapping; ``"mappings"``: one of mappings (a rule's declared
       alternatives, each its settings); with ``many``, a non-empty one.
 
-    ``optional``: the field may be absent or null, or so may the mapping that holds it."""
+    ``optional``: the field may be absent (a nested one: where the section's mapping that
+    holds it is absent or null; where that mapping is given, its fields are required).
+    ``null``: the field may be null (a meaning of its own, as "every step")."""
 
     key: str
     kind: type | str = float
@@ -40,6 +42,7 @@ class Field:
     open_low: bool = False
     open_high: bool = False
     optional: bool = False
+    null: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -50,13 +53,25 @@ _ABSENT = object()
 
 
 def _get(section: Mapping[str, Any], key: str) -> Any:
-    """The value at dotted ``key``, or ``_ABSENT``."""
+    """The value at dotted ``key``, or ``_ABSENT`` (also where a mapping on the way is not
+    one: :func:`_not_mapping` names it)."""
     node: Any = section
     for part in key.split("."):
         if not isinstance(node, Mapping) or part not in node:
             return _ABSENT
         node = node[part]
     return node
+
+
+def _not_mapping(section: Mapping[str, Any], key: str) -> str | None:
+    """The problem of a value on the way to dotted ``key`` that should hold keys and does not
+    (``sweep_v3: 5``), named once for every field beneath it."""
+    parts = key.split(".")
+    for i in range(1, len(parts)):
+        value = _get(section, ".".join(parts[:i]))
+        if value is not _ABSENT and value is not None and not isinstance(value, Mapping):
+            return f"{'.'.join(parts[:i])} must be a mapping, got {value!r}"
+    return None
 
 
 def _bound(bound: float | str | None, section: Mapping[str, Any]) -> tuple[float | None, str]:
@@ -72,6 +87,7 @@ def _is_number(value: Any) -> bool:
 
 
 def _number_problem(f: Field, value: Any, section: Mapping[str, Any]) -> str | None:
+    """The problem of a number (or list of numbers) against the field's kind and bounds."""
     if f.many and (not isinstance(value, list | tuple) or not value):
         return f"{f.key} must be a non-empty list, got {value!r}"
     low, low_name = _bound(f.low, section)
@@ -96,6 +112,7 @@ def _number_problem(f: Field, value: Any, section: Mapping[str, Any]) -> str | N
 
 
 def _problem(f: Field, value: Any, section: Mapping[str, Any]) -> str | None:
+    """The problem of a value that is there, by the field's kind (``None``: none)."""
     if f.kind in (int, float):
         return _number_problem(f, value, section)
     if f.kind == "text":
@@ -115,20 +132,32 @@ def _problem(f: Field, value: Any, section: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _absence(f: Field, section: Mapping[str, Any], value: Any) -> str | None:
+    """The problem of a field that is absent (``_ABSENT``) or null, or ``None`` where its
+    declaration allows it."""
+    if value is None and f.null:
+        return None
+    top = _get(section, f.key.split(".")[0])
+    if f.optional and (top is _ABSENT or ("." in f.key and top is None)):
+        return None
+    return _not_mapping(section, f.key) or (
+        f"{f.key} is null" if value is None else f"{f.key} is missing"
+    )
+
+
 def problems(section: Mapping[str, Any], fields: Sequence[Field]) -> list[str]:
-    """Every way ``section`` breaks ``fields``, one message per field (empty: none)."""
+    """Every way ``section`` breaks ``fields``, one message per field, a mapping that is not
+    one named once (empty: none)."""
     found = []
     for f in fields:
         value = _get(section, f.key)
         if value is _ABSENT or value is None:
-            parent = _get(section, f.key.split(".")[0])
-            if not (f.optional and (value is None or parent is _ABSENT or parent is None)):
-                found.append(f"{f.key} is missing")
-            continue
-        problem = _problem(f, value, section)
+            problem = _absence(f, section, value)
+        else:
+            problem = _problem(f, value, section)
         if problem:
             found.append(problem)
-    return found
+    return list(dict.fromkeys(found))
 
 
 def require(name: str, section: Mapping[str, Any], fields: Sequence[Field]) -> None:
@@ -184,13 +213,15 @@ SCHEMAS: Mapping[str, tuple[Field, ...]] = {
     ),
     # who learned: a final loss at least this many nats below the unigram entropy
     "verdicts": (Field("learned_margin", float, low=0.0),),
+    # the released models' A4 row: its rule (a description, never a decision on training)
+    "gradient_energy_pretrained": (Field("a4_rule", "rule"),),
     # A4, A6, A7 on our trained models (rules v3 and their earlier rules)
     "gradient_energy": (
         _level(),
         Field("key_rank", int, low=1),
         Field("early_share", float, low=0.0, high=1.0, open_low=True),  # a share of the steps
         Field("frozen_sources", int, low=0, many=True),
-        Field("verdict_steps", int, low=0, many=True, optional=True),  # null: every step
+        Field("verdict_steps", int, low=0, many=True, optional=True, null=True),  # null: all
         Field("a4_rule_v3", "rule"),
         Field("a6_rule_v3", "rule"),
         Field("a7_rule_v3", "rule"),

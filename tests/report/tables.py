@@ -3,12 +3,14 @@ named as the analysis stages name them; and the chapters' declared earlier rules
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 
 from geolib.config import load_params
 
 #: every chapter's earlier rules as ``params.yaml`` declares them (``verdicts.history``)
-HISTORY = load_params("params.yaml")["verdicts"]["history"]
+HISTORY = load_params(Path(__file__).resolve().parents[2] / "params.yaml")["verdicts"]["history"]
 
 
 def with_interval(

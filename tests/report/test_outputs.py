@@ -161,6 +161,9 @@ def test_run_notebook_refuses_a_chapters_bad_section_before_the_notebook_starts(
         r"\(0, 1\]: 0$",
     ):
         rn.main(["gradient_energy", "-y", "{early_share: 0, ci_level: 1}"])
+    # what only the chapter's module knows: a step listed twice would count a checkpoint twice
+    with pytest.raises(ValueError, match=r"verdict_steps repeats a step: \[1, 1\]"):
+        rn.main(["gradient_energy", "-y", "{verdict_steps: [1, 1]}"])
     # a sweep chapter: its module checks the shared section (which has no schema of its own)
     with pytest.raises(ValueError, match=r"n_boot must be in \[100, inf\]: 10"):
         rn.main(["training_knobs", "-y", "{n_boot: 10}"])

@@ -100,6 +100,17 @@ def test_nested_fields_of_every_kind_and_open_bounds():
     assert problems({"level": 0.0, "v3": GOOD["v3"]}, NESTED) == ["level must be in (0, 1): 0.0"]
 
 
+def test_null_is_named_as_null_and_allowed_only_where_declared():
+    fields = (Field("steps", int, many=True, null=True), Field("seed", int, optional=True))
+    assert problems({"steps": None}, fields) == []  # null: every step; seed absent: default
+    assert problems({"steps": None, "seed": None}, fields) == ["seed is null"]
+    assert problems({"steps": [1], "seed": 3}, fields) == []
+
+
+def test_a_value_that_should_hold_keys_and_does_not_is_named_once():
+    assert problems({"level": 0.5, "v3": 5}, NESTED) == ["v3 must be a mapping, got 5"]
+
+
 def test_an_optional_field_may_be_absent_with_its_mapping_but_not_from_it():
     assert problems({**GOOD, "warmup": None}, NESTED) == []
     assert problems({**GOOD, "warmup": {"steps": 5}}, NESTED) == []
@@ -107,6 +118,7 @@ def test_an_optional_field_may_be_absent_with_its_mapping_but_not_from_it():
         "warmup.steps must be in [1, inf]: 0"
     ]
     assert problems({**GOOD, "warmup": {"other": 1}}, NESTED) == ["warmup.steps is missing"]
+    assert problems({**GOOD, "warmup": {"steps": None}}, NESTED) == ["warmup.steps is null"]
     assert problems({"level": 0.5}, NESTED)[:2] == [
         "v3.revision is missing",
         "v3.alternatives is missing",

@@ -114,7 +114,12 @@ class Section:
 
 
 def read_section(params_path: str | Path, overrides: Mapping[str, Any] | None = None) -> Section:
-    """This chapter's section (``overrides`` applied) with ``verdicts``, every field checked."""
+    """This chapter's section (``overrides`` applied) with ``verdicts``, every field checked,
+    and the released models' rule (``gradient_energy_pretrained.a4_rule``), which a later cell
+    reads."""
+    check_section(
+        "gradient_energy_pretrained", stage_params(params_path, "gradient_energy_pretrained")
+    )
     return own_section(params_path, CHAPTER, overrides, Section)
 
 

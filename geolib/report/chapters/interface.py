@@ -27,10 +27,13 @@ import importlib
 import inspect
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from geolib.config import stage_params
 from geolib.report.outputs import section_of
+
+#: a chapter's section type (each has ``from_params(section, verdicts)``)
+S = TypeVar("S")
 
 #: the chapter modules under :mod:`geolib.report.chapters`, one per empirical chapter
 CHAPTERS = (
@@ -62,8 +65,11 @@ def own_sections(
 
 
 def own_section(
-    params_path: str | Path, name: str, overrides: Mapping[str, Any] | None, section_type: Any
-) -> Any:
+    params_path: str | Path,
+    name: str,
+    overrides: Mapping[str, Any] | None,
+    section_type: type[S],
+) -> S:
     """``read_section`` of a chapter whose section reads its own section and ``verdicts``:
     ``section_type.from_params`` on them (:func:`own_sections`)."""
     return section_type.from_params(*own_sections(params_path, name, overrides))
