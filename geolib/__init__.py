@@ -4,7 +4,8 @@ The package is built in wings by concept; data flows down the map. A wing import
 wings named after ``imports`` (``tests/test_package.py`` holds the rule and keeps this map
 complete); no experiment imports another, and no private name (``_x``) crosses a module.
 Notebooks (``notebooks/``) read, plot and explain: they import any wing but ``experiments``
-(an analysis runs in its stage, and a chapter decides through its module under ``report``).
+(an analysis runs in its stage, and a chapter decides through its module under
+``verdicts``).
 
 config               a stage's view of ``params.yaml``; profiles; checked numbers and flags
 files                content hashes; tables, JSON and arrays written whole or not at all
@@ -75,19 +76,24 @@ experiments/         imports config, files, stage, data, models, measure, theory
     saturation           measuring the saturation runs; degradation and rank (B6)
     training_length      the training-length study measured: loss, W's rank, where they settle
     measure_model        the geometry of any model, one command (``geolib measure``)
-report/              imports config, files, measure; knows no models
+verdicts/            imports config, files, measure; knows no models: how a claim is decided
     rules            verdict rules: kinds, premise, seeds, robustness; the numbers decided on
     evidence         a rule on a stage's number: an interval (undefined, excluding) or a count
     history          each claim's earlier rules (v1, v2) declared in params.yaml, one engine
+    schema           every section's fields declared once (numbers and bounds, rules, text,
+                     mappings), checked together before a notebook starts
     learners         who learned: final loss a declared margin below the unigram entropy
     trends           a claim's key number against model size (the ladder's trend rule)
     peak_timing      when alignment peaks (A7): the checkpoints around it, the warm-up alternative
-    claims           the claims table: evidence rows, written by chapters, rendered in the book
-    findings         the findings page: per claim, the paper's words and what held here
-    findings_figure  the page's opening figure: every claim's decided number against its bar
+    settled_premise  every sweep row's premise: W left its random start and settled (the study)
+    budget_premise   v4's sweep premise: W past its turn at both budgets, one verdict at D and 2D
+    sweep_tables     what the sweep's chapters read: sections, tables, lookups (B1–B5, B7, B8)
+    sweep_chapters   the rules the sweep's three chapters share: v1 checks, v3 premises, rows
+    sweep_v4         the sweep's v4 verdicts: each budget's v3 verdict joined under the v4 premise
     math_checks      A1–A3's math checks: each check decided by its rule, combined
-    schema           every section's fields declared once (numbers and bounds, rules, text,
-                     mappings), checked together before a notebook starts
+    claims           the claims ledger: evidence rows, written by chapters, read by the book
+    markup           text from data as the rows and the book's Markdown show it; names in links
+    sections         which section of params.yaml each chapter reads (its own, or a shared one)
     chapters/        one module per empirical chapter: its section, its tables, its verdicts
         interface            each chapter's interface: CHAPTER, read_section, read, verdicts
         common               what the Paper A chapters share: section fields, tables, claim row
@@ -103,18 +109,15 @@ report/              imports config, files, measure; knows no models
         outcome_association  B8's statistics: an outcome's spread over noise; R² and partial ρ
         saturation           B6 (rules v3)
         scale                each claim's trend with model size over the ladder's models
-    compute          the compute behind each chapter and the build, from the run log
+report/              imports config, files, measure, verdicts: the book and the runs' records
+    book             an executed chapter as the book shows it: code folded, claim abstract
+    findings         the findings page: per claim, the paper's words and what held here
+    findings_figure  the page's opening figure: every claim's decided number against its bar
     plotting         the figure style; byte-reproducible saving; ``show``, ``show_table``
     measure_figure   ``geolib measure``'s per-layer profiles, in the book's style
-    book             an executed chapter as the book shows it: code folded, claim abstract
-    markup           text from data shown verbatim in the book's Markdown; names inside links
+    compute          the compute behind each chapter and the build, from the run log
     outputs          where a chapter writes (pipeline folders, or ``explore/`` under overrides),
                      and where each figure came from (stage, parameters, commit, inputs; the check)
-    sweep_tables     what the sweep's chapters read: sections, tables, lookups (B1–B5, B7, B8)
-    sweep_chapters   the rules the sweep's three chapters share: v1 checks, v3 premises, rows
-    settled_premise  every sweep row's premise: W left its random start and settled (the study)
-    budget_premise   v4's sweep premise: W past its turn at both budgets, one verdict at D and 2D
-    sweep_v4         the sweep's v4 verdicts: each budget's v3 verdict joined under the v4 premise
 """
 
 __version__ = "0.1.0"

@@ -37,7 +37,8 @@ from typing import Any
 
 import yaml
 
-from geolib.report import claims, compute, findings, findings_figure
+from geolib.report import compute, findings, findings_figure
+from geolib.verdicts import claims
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from geolib.files import write_text_atomic
-from geolib.report.claims import exploratory_record, read_claims
+from geolib.verdicts.claims import exploratory_record, read_claims
 
 ROOT = Path(__file__).resolve().parents[1]
 CLAIMS = ("A1", "A4", "A5", "A6", "A7")

@@ -5,7 +5,7 @@
 Runs ``notebooks/NAME.ipynb`` from the repository root into ``book/chapters/NAME.ipynb``,
 then prepares that copy for the book (``geolib.report.book.present``: code folded, claim abstract).
 The notebook reads its own section of the parameters file (or the one it shares:
-``geolib.report.outputs.section_of``). With overrides (checked against
+``geolib.verdicts.sections.section_of``). With overrides (checked against
 that section's keys and kinds, and its fields against their bounds, before the notebook
 starts) or another parameters file, the
 executed copy and everything the chapter writes go to an exploration folder
@@ -29,8 +29,9 @@ import yaml
 from geolib.config import stage_params
 from geolib.files import write_text_atomic
 from geolib.report.book import present
-from geolib.report.outputs import check_overrides, section_of, stage_outputs
-from geolib.report.schema import check_section
+from geolib.report.outputs import check_overrides, stage_outputs
+from geolib.verdicts.schema import check_section
+from geolib.verdicts.sections import section_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -51,14 +52,14 @@ def main(argv: list[str] | None = None) -> int:
     if not isinstance(overrides, dict):
         parser.error(f"-y must be a YAML mapping, got {overrides!r}")
     # kinds checked before the notebook starts: a list where a number belongs would run no check;
-    # then every field within its bounds, together (geolib.report.schema)
+    # then every field within its bounds, together (geolib.verdicts.schema)
     section = section_of(args.name)
     check_overrides(stage_params(args.params, section), overrides)
     check_section(section, stage_params(args.params, section, overrides))
     # a chapter's whole section too (its rules, its earlier rules), by the module its notebook
-    # reads (geolib.report.chapters.interface: read_section); imported by name, so that a
+    # reads (geolib.verdicts.chapters.interface: read_section); imported by name, so that a
     # notebook that is no chapter does not depend on the chapters
-    module = f"geolib.report.chapters.{args.name}"
+    module = f"geolib.verdicts.chapters.{args.name}"
     if importlib.util.find_spec(module) is not None:
         importlib.import_module(module).read_section(args.params, overrides)
     # Made here too because papermill writes the executed copy before the first cell runs.

@@ -229,12 +229,12 @@ def faults(base: Path, scratch: Path) -> dict[str, Callable[[], str]]:
         return expect_error(lambda: load(str(run.parent / "rnu")), CheckpointError, "no run")
 
     def claim_not_string():
-        from geolib.report.claims import Claim
+        from geolib.verdicts.claims import Claim
 
         return expect_error(lambda: Claim("A1", "reproduced", 0.5, "ch"), ValueError, "string")
 
     def claim_pipe_newline():
-        from geolib.report.claims import Claim, claims_markdown
+        from geolib.verdicts.claims import Claim, claims_markdown
 
         md = claims_markdown({"A1": [Claim("A1", "reproduced", "a | b\nc", "ch", scale="s")]})
         row = next(line for line in md.splitlines() if line.startswith("| **A1:"))
@@ -245,7 +245,7 @@ def faults(base: Path, scratch: Path) -> dict[str, Callable[[], str]]:
         characters (``recovered``), never the tag (``silent``)."""
         from markdown_it import MarkdownIt
 
-        from geolib.report.claims import Claim, claims_markdown
+        from geolib.verdicts.claims import Claim, claims_markdown
 
         evil = "<img src=x onerror=alert(document.domain)>"
         claim = Claim(
@@ -264,7 +264,7 @@ def faults(base: Path, scratch: Path) -> dict[str, Callable[[], str]]:
         return SILENT if "<img" in rendered else RECOVERED
 
     def claim_link_name():
-        from geolib.report.claims import Claim
+        from geolib.verdicts.claims import Claim
 
         return expect_error(
             lambda: Claim("A2", "reproduced", "k", "chord_arc", anchor="x <javascript:y>"),

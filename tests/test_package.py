@@ -28,7 +28,8 @@ ALLOWED = {
     "measure": set(),
     "theory": {"measure"},
     "experiments": {"config", "files", "stage", "data", "models", "measure", "theory"},
-    "report": {"config", "files", "measure"},
+    "verdicts": {"config", "files", "measure"},
+    "report": {"config", "files", "measure", "verdicts"},
     "__main__": {"experiments", "report"},
 }
 
@@ -72,7 +73,7 @@ def _targets(module: str, names: list[str]) -> list[str]:
 def test_module_map_is_complete_and_true():
     wings = re.findall(r"^([a-z0-9_]+)/? {2,}\S", DOC, flags=re.MULTILINE)
     modules = re.findall(r"^    ([a-z0-9_]+/?) +\S", DOC, flags=re.MULTILINE)
-    # a package inside a wing (``report/chapters/``) lists its modules one level deeper
+    # a package inside a wing (``verdicts/chapters/``) lists its modules one level deeper
     inner = {
         f"{package}{name}"
         for package, block in re.findall(
@@ -92,7 +93,7 @@ def test_module_map_is_complete_and_true():
         f"not on the map: {sorted(actual - listed)}; on the map but missing: "
         f"{sorted(listed - actual)}"
     )
-    wings_named = r"\b(config|files|stage|data|models|measure|theory|experiments|report)\b"
+    wings_named = r"\b(config|files|stage|data|models|measure|theory|experiments|verdicts|report)\b"
     for wing, allowed in ALLOWED.items():
         line = re.search(rf"^{wing}/? .*$", DOC, flags=re.MULTILINE).group(0)
         if "imports" not in line:  # a top-level module (config, files, stage), not a wing
@@ -146,7 +147,9 @@ def test_wings_import_only_what_the_map_allows():
 
 
 #: what a notebook may import (the map's paragraph on notebooks): every wing but experiments
-NOTEBOOK_ALLOWED = {"config", "files", "stage", "data", "models", "measure", "theory", "report"}
+NOTEBOOK_ALLOWED = {
+    "config", "files", "stage", "data", "models", "measure", "theory", "verdicts", "report",
+}  # fmt: skip
 
 
 def notebook_code(path: Path) -> str:
@@ -188,16 +191,16 @@ def test_the_notebook_rule_catches_an_experiment_a_private_name_and_the_root(tmp
     source = (
         "%matplotlib inline\n"
         "from geolib.experiments import gradient_energy\n"
-        "from geolib.report.rules import _level\n"
+        "from geolib.verdicts.rules import _level\n"
         "import geolib\n"
-        "from geolib.report.chapters import scale as chapter\n"
+        "from geolib.verdicts.chapters import scale as chapter\n"
     )
     nb = {"cells": [{"cell_type": "code", "source": [source]}, {"cell_type": "markdown"}]}
     path = tmp_path / "x.ipynb"
     path.write_text(json.dumps(nb))
     assert notebook_import_violations([path]) == [
         "x.ipynb: imports experiments (geolib.experiments.gradient_energy)",
-        "x.ipynb: imports private ['_level'] from geolib.report.rules",
+        "x.ipynb: imports private ['_level'] from geolib.verdicts.rules",
         "x.ipynb: imports geolib (geolib)",
     ]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from geolib.report.outputs import section_of
+from geolib.verdicts.sections import section_of
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -85,18 +85,18 @@ def test_claim_anchors_exist_in_the_chapter(nb_path):
     if "write_claims(" not in code:
         return
     anchors = re.findall(r'anchor="([^"]+)"', code)
-    module = ROOT / "geolib" / "report" / "chapters" / f"{nb_path.stem}.py"
+    module = ROOT / "geolib" / "verdicts" / "chapters" / f"{nb_path.stem}.py"
     if module.exists():  # the rows are built by the chapter's module: its anchors
         anchors += re.findall(r'"(verdict-[a-z0-9-]+)"', module.read_text())
-        chapter = importlib.import_module(f"geolib.report.chapters.{nb_path.stem}")
+        chapter = importlib.import_module(f"geolib.verdicts.chapters.{nb_path.stem}")
         anchors += list(getattr(chapter, "ANCHORS", {}).values())
     assert anchors, "a chapter that writes claims must give each row an anchor"
     for anchor in anchors:
         assert f"({anchor})=" in markdown, f"no MyST target ({anchor})= in {nb_path.name}"
-    decided_in_library = "rule_from_params(" in code or "geolib.report.chapters" in code
+    decided_in_library = "rule_from_params(" in code or "geolib.verdicts.chapters" in code
     assert decided_in_library, "verdicts come from a geolib.report rule or chapter module"
     # no verdict, check or decision function defined in the notebook: they live in a tested
-    # chapter module (geolib.report.chapters)
+    # chapter module (geolib.verdicts.chapters)
     defs = re.findall(r"^\s*def (\w*(?:verdict|check|decide)\w*)\(", code, flags=re.M)
     assert not defs, f"{nb_path.name} defines {defs}: move them into its chapter module"
 

@@ -16,7 +16,7 @@ random start, and every doubling of the steps) this stage records:
 
 Per size and quantity it also records the turn (:func:`geolib.measure.settling.turn_at`): the
 sweep's rows read both from ``settling.csv`` for their premise that W left its random start and
-settled (:mod:`geolib.report.settled_premise`).
+settled (:mod:`geolib.verdicts.settled_premise`).
 
 The settling rule (:func:`geolib.measure.settling.settling`, its constant ``min_doublings`` in
 ``params.yaml``) is applied per size over the seeds, to each quantity, from step 1 on. Every run

@@ -1,1 +1,1 @@
-"""report wing."""
+"""report wing: the book and the runs' records."""

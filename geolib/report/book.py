@@ -18,9 +18,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from geolib.report.claims import read_claims
-from geolib.report.markup import plain
-from geolib.report.rules import CLAIMS, EMPIRICAL
+from geolib.verdicts.claims import read_claims
+from geolib.verdicts.markup import plain
+from geolib.verdicts.rules import CLAIMS, EMPIRICAL
 
 REMOVE, REMOVE_INPUT, HIDE_INPUT = "remove-cell", "remove-input", "hide-input"
 ABSTRACT_TAG = "abstract"

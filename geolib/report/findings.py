@@ -1,7 +1,7 @@
 """The findings page: per claim, one plain paragraph — what the paper says, what held here, at
 what scale and how sure — generated from the same claim rows as the claims table.
 
-The claims table (:mod:`geolib.report.claims`) is for a reader who checks a verdict: rule,
+The claims table (:mod:`geolib.verdicts.claims`) is for a reader who checks a verdict: rule,
 deciding number, unit, seeds, robustness, rule history. This page is for a reader who wants the
 answer first. It adds nothing the rows do not hold except the papers' statements in plain
 words (:data:`PAPER_SAYS`) and the papers' scale (:data:`PAPERS_SCALE`), both from the papers'
@@ -17,9 +17,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from geolib.files import write_text_atomic
-from geolib.report.claims import AFTER_DATA, PROSPECTIVE, Claim, read_claims
-from geolib.report.markup import plain, sentence
-from geolib.report.rules import (
+from geolib.verdicts.claims import AFTER_DATA, PROSPECTIVE, Claim, read_claims
+from geolib.verdicts.markup import plain, sentence
+from geolib.verdicts.rules import (
     CLAIMS,
     DESCRIPTION,
     EMPIRICAL,
@@ -115,7 +115,7 @@ def _row_words(c: Claim, with_status: bool) -> str:
 
 def finding(claim_id: str, rows: Sequence[Claim]) -> str:
     """The paragraph of one claim: the paper's statement, the claim's combined status over
-    its empirical rows (:func:`~geolib.report.rules.combine_statuses`), then each row in words.
+    its empirical rows (:func:`~geolib.verdicts.rules.combine_statuses`), then each row in words.
     Math checks and descriptions are named after the empirical rows and never decide."""
     if claim_id not in PAPER_SAYS:
         raise ValueError(f"unknown claim {claim_id!r}; known: {', '.join(PAPER_SAYS)}")

@@ -2,7 +2,7 @@
 the rule's bar, coloured by the row's status — which claims held, by how much and how sure, at
 a glance.
 
-The numbers are those the rules decided on (:class:`~geolib.report.rules.KeyNumber`, carried by
+The numbers are those the rules decided on (:class:`~geolib.verdicts.rules.KeyNumber`, carried by
 each claim row's ``numbers``), never read back from words. One panel per bar (a share against
 one half, a difference against 0, a ratio against 1, …), so every panel has one scale; the
 math checks of a derivation stand in a panel of their own, apart from the evidence, each
@@ -21,8 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from geolib.report.claims import Claim, read_claims
-from geolib.report.rules import (
+from geolib.verdicts.claims import Claim, read_claims
+from geolib.verdicts.rules import (
     CLAIMS,
     DESCRIPTION,
     INCONCLUSIVE,

@@ -42,6 +42,7 @@ import yaml
 
 from geolib.config import load_params, stage_params
 from geolib.files import sha256_file, write_text_atomic
+from geolib.verdicts.sections import section_of
 
 #: Exploration runs go here (git-ignored, not a DVC out).
 EXPLORE = Path("explore")
@@ -105,20 +106,6 @@ def check_overrides(
                 f"override {name}: the parameters give {want} ({default!r}), the override "
                 f"{got} ({value!r})"
             )
-
-
-#: Chapters that read another chapter's section of the parameters (their overrides are checked
-#: against it): the three sweep chapters share the rules of ``geometry_performance``.
-SHARED_SECTION = {
-    "training_knobs": "geometry_performance",
-    "forgetting_quantization": "geometry_performance",
-}
-
-
-def section_of(chapter: str) -> str:
-    """The section of the parameters file that ``chapter`` reads: its own, by name, unless
-    :data:`SHARED_SECTION` names another."""
-    return SHARED_SECTION.get(chapter, chapter)
 
 
 def is_default_params(params_path: str | Path) -> bool:
@@ -250,9 +237,9 @@ def stage_spec(stage: str, dvc_yaml: str | Path = "dvc.yaml") -> dict[str, Any]:
 def stage_parameters(
     params_path: str | Path, stage: str, sections: list[str], overrides: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """The parameters a stage read: its own section (or the one it shares,
-    :func:`section_of`; ``common`` merged, overrides applied) and every
-    other section its DVC stage lists, each as in ``params_path``."""
+    """The parameters a stage read: its own section (or the one it shares:
+    :func:`~geolib.verdicts.sections.section_of`; ``common`` merged, overrides applied) and
+    every other section its DVC stage lists, each as in ``params_path``."""
     data = load_params(params_path)
     own = section_of(stage)
     out = {own: stage_params(params_path, own, overrides)}

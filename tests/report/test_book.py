@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 
 from geolib.report import book
-from geolib.report.claims import Claim, write_claims
+from geolib.verdicts.claims import Claim, write_claims
 
 
 def _nb():
@@ -45,7 +45,7 @@ def test_abstract_comes_from_the_claims_file_under_the_title(tmp_path):
     abstract = cells[1]
     assert abstract["metadata"]["tags"] == ["abstract"]
     assert "**A1** — Frequency-induced variance collapse" in abstract["source"]
-    # the key number from data, escaped as literal text (geolib.report.markup.plain)
+    # the key number from data, escaped as literal text (geolib.verdicts.markup.plain)
     assert "**partly**. slope −0.9 \\[−1.0, −0.8\\] ([verdict](#verdict-a1))" in abstract["source"]
     assert cells[2]["source"] == "Prose."
     again = book.present(copy.deepcopy(nb), path)  # idempotent

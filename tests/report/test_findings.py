@@ -2,10 +2,10 @@
 
 import pytest
 
-from geolib.report.claims import AFTER_DATA, PROSPECTIVE, Claim, read_claims, write_claims
 from geolib.report.findings import PAPER_SAYS, finding, findings_markdown, main
-from geolib.report.markup import plain
-from geolib.report.rules import CLAIMS, DESCRIPTION, MATH_CHECK
+from geolib.verdicts.claims import AFTER_DATA, PROSPECTIVE, Claim, read_claims, write_claims
+from geolib.verdicts.markup import plain
+from geolib.verdicts.rules import CLAIMS, DESCRIPTION, MATH_CHECK
 
 
 def _row(cid: str, status: str, chapter: str = "ch", **kw) -> Claim:

@@ -4,7 +4,6 @@ import pytest
 from PIL import Image
 
 from geolib.report import plotting
-from geolib.report.claims import Claim, read_claims, write_claims
 from geolib.report.findings_figure import (
     MATH_PANEL,
     STATUS_COLOURS,
@@ -14,7 +13,8 @@ from geolib.report.findings_figure import (
     panels_of,
     points,
 )
-from geolib.report.rules import (
+from geolib.verdicts.claims import Claim, read_claims, write_claims
+from geolib.verdicts.rules import (
     CLAIMS,
     DESCRIPTION,
     MATH_CHECK,
