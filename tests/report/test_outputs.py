@@ -110,9 +110,9 @@ def test_overrides_keep_the_kind_of_each_parameter():
         check_overrides(defaults, {"model": {"width": 1}})
 
 
-def test_run_notebook_refuses_a_bad_override_before_the_notebook_starts(tmp_path, monkeypatch):
-    """The issue's case: {n_points: [16, 32]} for chord_arc ran, and its summary reported a
-    check that never ran. Refused before papermill is called."""
+def runner(monkeypatch):
+    """``scripts/run_notebook.py`` loaded as a module, run from the root, with papermill
+    replaced by a failure: a test passes only if the runner refuses before any notebook runs."""
     import importlib.util
 
     root = Path(__file__).resolve().parents[2]
@@ -121,7 +121,14 @@ def test_run_notebook_refuses_a_bad_override_before_the_notebook_starts(tmp_path
     spec.loader.exec_module(rn)
     monkeypatch.chdir(root)  # main() moves to the root; restored after the test
     monkeypatch.setattr(rn.pm, "execute_notebook", lambda *a, **k: pytest.fail("notebook ran"))
-    params = yaml.safe_load((root / "params.yaml").read_text())
+    return rn
+
+
+def test_run_notebook_refuses_a_bad_override_before_the_notebook_starts(monkeypatch):
+    """The issue's case: {n_points: [16, 32]} for chord_arc ran, and its summary reported a
+    check that never ran. Refused before papermill is called."""
+    rn = runner(monkeypatch)
+    params = yaml.safe_load((Path(rn.ROOT) / "params.yaml").read_text())
     key = next(k for k, v in params["chord_arc"].items() if type(v) is int)
     with pytest.raises(ValueError, match=rf"override {key}: the parameters give an integer"):
         rn.main(["chord_arc", "-y", f"{{{key}: [16, 32]}}"])
@@ -132,14 +139,7 @@ def test_run_notebook_refuses_fields_that_cannot_go_together_before_the_notebook
 ):
     """A new user's first try: {dim: 32} for metric_validation passes the kind check (an
     integer for an integer) but leaves k = 64 above the dimension; named before any cell."""
-    import importlib.util
-
-    root = Path(__file__).resolve().parents[2]
-    spec = importlib.util.spec_from_file_location("rn", root / "scripts" / "run_notebook.py")
-    rn = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(rn)
-    monkeypatch.chdir(root)
-    monkeypatch.setattr(rn.pm, "execute_notebook", lambda *a, **k: pytest.fail("notebook ran"))
+    rn = runner(monkeypatch)
     with pytest.raises(ValueError, match=r"k_values must be in \[1, dim=32\]: 64$"):
         rn.main(["metric_validation", "-y", "{dim: 32}"])
 
@@ -147,14 +147,7 @@ def test_run_notebook_refuses_fields_that_cannot_go_together_before_the_notebook
 def test_run_notebook_refuses_a_chapters_bad_section_before_the_notebook_starts(monkeypatch):
     """A chapter's whole section is read (its schema, its rules, its earlier rules) before
     papermill is called: every problem of the schema named at once."""
-    import importlib.util
-
-    root = Path(__file__).resolve().parents[2]
-    spec = importlib.util.spec_from_file_location("rn", root / "scripts" / "run_notebook.py")
-    rn = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(rn)
-    monkeypatch.chdir(root)
-    monkeypatch.setattr(rn.pm, "execute_notebook", lambda *a, **k: pytest.fail("notebook ran"))
+    rn = runner(monkeypatch)
     with pytest.raises(
         ValueError,
         match=r"^section gradient_energy: ci_level must be in \(0, 1\): 1; early_share must be in "
