@@ -114,10 +114,9 @@ def _premise(check: Check, summary: Mapping[str, Any], fields: Mapping[str, Any]
 
 
 def decide_check(
-    check: Check, section: Mapping[str, Any], summary: Mapping[str, Any], fields: Mapping[str, Any]
+    check: Check, rule: Rule, summary: Mapping[str, Any], fields: Mapping[str, Any]
 ) -> Verdict:
-    """``check`` on the stage's ``summary``, its rule read from the chapter's ``section``."""
-    rule = rule_from_params(section[check.rule])
+    """``check`` on the stage's ``summary``, by ``rule`` (the one its ``rule`` key names)."""
     if check.ran is not None:
         try:
             made = bool(_get(summary, _path(check.ran, fields)))
@@ -166,8 +165,11 @@ def combine(verdicts: list[Verdict]) -> Verdict:
     )
 
 
-def _check(where: str, spec: Any, section: Mapping[str, Any], chapter: str) -> Check:
-    """One declared check, read and its rule built (errors name ``where``)."""
+def _check(
+    where: str, spec: Any, section: Mapping[str, Any], chapter: str, rules: dict[str, Rule]
+) -> Check:
+    """One declared check, read, and its rule built into ``rules`` once (errors name
+    ``where``, or the rule's key in ``chapter``'s section)."""
     if not isinstance(spec, Mapping):
         raise ValueError(f"{where}: a check is a mapping (rule, kind, at), got {spec!r}")
     extra, lacking = set(spec) - KEYS, {"rule", "kind"} - set(spec)
@@ -175,20 +177,21 @@ def _check(where: str, spec: Any, section: Mapping[str, Any], chapter: str) -> C
         raise ValueError(f"{where}: unknown keys {sorted(extra)}, lacking {sorted(lacking)}")
     if spec["rule"] not in section:
         raise ValueError(f"{where}: the section lacks rule {spec['rule']!r}")
-    try:  # a malformed rule fails here, named by its key
-        rule_from_params(section[spec["rule"]])
-    except ValueError as bad:
-        raise ValueError(f"{chapter}.{spec['rule']}: {bad}") from None
+    if spec["rule"] not in rules:
+        try:  # a malformed rule fails here, named by its key
+            rules[spec["rule"]] = rule_from_params(section[spec["rule"]])
+        except ValueError as bad:
+            raise ValueError(f"{chapter}.{spec['rule']}: {bad}") from None
     return Check(**{**spec, "at": str(spec.get("at", ""))})
 
 
 @dataclass(frozen=True)
 class History:
     """A chapter's earlier rules: ``{claim: {version: (checks...)}}`` in declared order, with
-    the chapter's ``section`` whose rule mappings they name."""
+    the ``rules`` they name, built once from the chapter's section (key → rule)."""
 
     versions: Mapping[str, Mapping[str, tuple[Check, ...]]]
-    section: Mapping[str, Any]
+    rules: Mapping[str, Rule]
 
     @classmethod
     def from_params(
@@ -201,6 +204,7 @@ class History:
         if not isinstance(spec, Mapping) or not spec:
             raise ValueError(f"{where}: declare each claim's earlier rules (v1, v2)")
         versions: dict[str, dict[str, tuple[Check, ...]]] = {}
+        rules: dict[str, Rule] = {}
         for claim, by_version in spec.items():
             if not isinstance(by_version, Mapping) or not by_version:
                 raise ValueError(f"{where}.{claim}: a mapping of versions to checks")
@@ -210,16 +214,18 @@ class History:
                 if not isinstance(checks, list) or not checks:
                     raise ValueError(f"{at}: a non-empty list of checks")
                 versions[claim][str(version)] = tuple(
-                    _check(at, c, section, chapter) for c in checks
+                    _check(at, c, section, chapter, rules) for c in checks
                 )
-        return cls(versions, section)
+        return cls(versions, rules)
 
     def verdicts(self, summary: Mapping[str, Any], **fields: Any) -> dict[str, dict[str, Verdict]]:
         """Each claim's earlier verdicts on the stage's ``summary`` (``fields``: what its
         paths name), ``{claim: {version: Verdict}}``."""
         return {
             claim: {
-                version: combine([decide_check(c, self.section, summary, fields) for c in checks])
+                version: combine(
+                    [decide_check(c, self.rules[c.rule], summary, fields) for c in checks]
+                )
                 for version, checks in by_version.items()
             }
             for claim, by_version in self.versions.items()

@@ -94,7 +94,7 @@ def cp(k, n, level=0.95):
 def test_the_repository_rules_are_read(section, params):
     assert section.layouts == ("parallel", "sequential") and section.second_half_from == 0.5
     assert section.rule["threshold"] == 0.25
-    assert section.history.section["b6_rule"]["min_fraction"] == 0.75
+    assert section.history.rules["b6_rule"].min_fraction == 0.75
     assert section.alternatives == {"degrades = point estimate above 0": {"by": "point"}}
     assert section.learned_margin == params["verdicts"]["learned_margin"]
     assert section.reference_tokens == 1e11 and "Clopper-Pearson" in section.revision
