@@ -52,16 +52,17 @@ def main(argv: list[str] | None = None) -> int:
     if not isinstance(overrides, dict):
         parser.error(f"-y must be a YAML mapping, got {overrides!r}")
     # kinds checked before the notebook starts: a list where a number belongs would run no check;
-    # then every field within its bounds, together (geolib.verdicts.schema)
+    # then every field within its bounds, together (geolib.verdicts.schema). A chapter's module
+    # reads its whole section (its schema, its rules, its earlier rules: interface's
+    # read_section); it is imported by name, so that a notebook that is no chapter does not
+    # depend on the chapters
     section = section_of(args.name)
     check_overrides(stage_params(args.params, section), overrides)
-    check_section(section, stage_params(args.params, section, overrides))
-    # a chapter's whole section too (its rules, its earlier rules), by the module its notebook
-    # reads (geolib.verdicts.chapters.interface: read_section); imported by name, so that a
-    # notebook that is no chapter does not depend on the chapters
     module = f"geolib.verdicts.chapters.{args.name}"
     if importlib.util.find_spec(module) is not None:
         importlib.import_module(module).read_section(args.params, overrides)
+    else:
+        check_section(section, stage_params(args.params, section, overrides))
     # Made here too because papermill writes the executed copy before the first cell runs.
     out = stage_outputs(args.name, overrides, create=False, params_path=args.params)
     out_dir = Path(args.out_dir or (out.root if out.exploring else "book/chapters"))
