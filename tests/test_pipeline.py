@@ -185,7 +185,8 @@ def _code_of_notebook(path: Path) -> str:
 def _entry_modules(cmd: str) -> list[str]:
     """The geolib modules a ``python -m`` command runs first: the module (for the geolib
     command, ``python -m geolib measure …``, its ``__main__``, whose subcommands import what
-    they run). None for other commands; an unknown subcommand is an error."""
+    they run; for the design command line, also the design's module, which it imports by
+    name). None for other commands; an unknown subcommand or design is an error."""
     m = re.match(r"python -m (geolib[\w.]*)(?: (\w+))?", cmd)
     if m is None:
         return []
@@ -194,6 +195,11 @@ def _entry_modules(cmd: str) -> list[str]:
 
         assert m.group(2) in COMMANDS, f"no geolib subcommand {m.group(2)!r}: {cmd}"
         return ["geolib.__main__"]
+    if m.group(1) == "geolib.models.designs":
+        from geolib.models.designs import DESIGNS
+
+        assert m.group(2) in DESIGNS, f"no design {m.group(2)!r}: {cmd}"
+        return [m.group(1), DESIGNS[m.group(2)].module]  # imported by name when asked for
     return [m.group(1)]
 
 

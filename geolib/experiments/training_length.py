@@ -1,8 +1,8 @@
 """The training-length study measured: at every checkpoint of every run, the validation loss and
 the effective rank of the unembedding W; then, per size, where each settles.
 
-    python -m geolib.models.length train <name>       # stage length_train@<name>
-    python -m geolib.experiments.training_length      # stage training_length_tables
+    python -m geolib.models.designs length train <name>   # stage length_train@<name>
+    python -m geolib.experiments.training_length          # stage training_length_tables
 
 The runs and their training are :mod:`geolib.models.length`. At each checkpoint (step 0, the
 random start, and every doubling of the steps) this stage records:
@@ -66,7 +66,7 @@ def measure_run(
     if not steps or steps[-1] != cfg.total_steps:
         raise FileNotFoundError(
             f"{run_dir}: checkpoints {steps}, the run must reach step {cfg.total_steps} "
-            f"(run `python -m geolib.models.length train {name}`)"
+            f"(run `python -m geolib.models.designs length train {name}`)"
         )
     n = n_params(cfg)
     train_tokens = load_tokens(cfg.train_tokens)

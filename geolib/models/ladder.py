@@ -15,8 +15,8 @@ Each rung is trained with its family section's seed (``train_<family>.seed``, el
 draw), so the trend's unit, the trained model, has replicates at every size and not at the
 centre alone.
 
-    python -m geolib.models.ladder names        # the rungs of section `scale`
-    python -m geolib.models.ladder train NAME   # stage ladder_train@NAME
+    python -m geolib.models.designs ladder names        # the rungs of section `scale`
+    python -m geolib.models.designs ladder train NAME   # stage ladder_train@NAME
 
 Model size is counted as non-embedding parameters (Kaplan et al. 2020): every parameter except
 the token (and position) embedding tables and an untied unembedding.
@@ -35,7 +35,6 @@ from geolib.config import load_params
 from geolib.models.families import ModelConfig, build_model
 from geolib.models.replicas import SEEDED, extra_seeds
 from geolib.models.runs import read_run_info
-from geolib.models.train import named_runs_main
 from geolib.models.train_config import TrainConfig, params_to_config
 
 #: the shape fields a rung may set; anything else stays the family's default
@@ -75,7 +74,7 @@ def check_listed(params: Mapping[str, Any]) -> list[str]:
     if list(params["scale"].get("names") or []) != expected:
         raise ValueError(
             f"scale.names must list the rungs of scale.rungs, each followed by its scale.seeds, "
-            f"in order: {expected} (python -m geolib.models.ladder names)"
+            f"in order: {expected} (python -m geolib.models.designs ladder names)"
         )
     return expected
 
@@ -120,19 +119,3 @@ def run_size(run_dir: str | Path) -> dict[str, Any]:
         "d_model": cfg.d_model,
         "n_layers": cfg.n_layers,
     }
-
-
-def main(argv: list[str] | None = None) -> int:
-    return named_runs_main(
-        argv,
-        prog="python -m geolib.models.ladder",
-        description=__doc__,
-        noun="rung",
-        stage="ladder_train",
-        listed=check_listed,
-        build=rung,
-    )
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

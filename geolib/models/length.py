@@ -1,8 +1,8 @@
 """The training-length study's runs: how many tokens a model of the sweep's kind needs before
 what the papers measure stops moving.
 
-    python -m geolib.models.length names          # the runs of the design
-    python -m geolib.models.length train NAME     # stage length_train@NAME
+    python -m geolib.models.designs length names          # the runs of the design
+    python -m geolib.models.designs length train NAME     # stage length_train@NAME
 
 One long run per size and seed (``<size>-s<seed>``, section ``training_length`` of
 ``params.yaml``), at the hyperparameters declared there, with a checkpoint at every doubling of
@@ -29,7 +29,7 @@ from typing import Any
 
 from geolib.config import checked_number, load_params
 from geolib.models.families import build_model, count_params
-from geolib.models.train import named_runs_main, resolve_vocab
+from geolib.models.train import resolve_vocab
 from geolib.models.train_config import TrainConfig, merged_config
 
 _NAME = re.compile(r"^(?P<size>[A-Za-z]\w*)-s(?P<seed>\d+)$")
@@ -65,7 +65,7 @@ def check_names_listed(spec: Mapping[str, Any]) -> list[str]:
     if list(spec.get("names", [])) != names:
         raise ValueError(
             "training_length.names must equal the design's expansion (python -m "
-            f"geolib.models.length names): {names}"
+            f"geolib.models.designs length names): {names}"
         )
     return names
 
@@ -126,6 +126,16 @@ def n_params(cfg: TrainConfig) -> int:
     return count_params(build_model(cfg.model, vocab.size, seed=0))
 
 
+def check_listed(params: Mapping[str, Any]) -> list[str]:
+    """The design's names from the whole parameters (:func:`check_names_listed`)."""
+    return check_names_listed(params["training_length"])
+
+
+def named_run(params_path: str | Path, name: str) -> tuple[TrainConfig, Path]:
+    """:func:`length_run` from a parameters file: the design command line's ``build``."""
+    return length_run(load_params(params_path), name)
+
+
 def length_run(params: Mapping[str, Any], name: str) -> tuple[TrainConfig, Path]:
     """The configuration and run folder of the study's run ``name`` (error if not listed)."""
     spec = params["training_length"]
@@ -133,19 +143,3 @@ def length_run(params: Mapping[str, Any], name: str) -> tuple[TrainConfig, Path]
     if name not in names:
         raise KeyError(f"{name!r} is not a training-length run; runs: {names}")
     return run_config(params, LengthRun.from_name(name)), Path(spec["run_root"]) / name
-
-
-def main(argv: list[str] | None = None) -> int:
-    return named_runs_main(
-        argv,
-        prog="python -m geolib.models.length",
-        description=__doc__,
-        noun="run",
-        stage="length_train",
-        listed=lambda params: check_names_listed(params["training_length"]),
-        build=lambda path, name: length_run(load_params(path), name),
-    )
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -8,8 +8,8 @@ replicates whose values change. The default run (``runs/<model>``) has the seed 
 (``seed`` of ``train_<model>``, else ``common.seed``), not repeated here. ``seeds`` are every
 model's replicate seeds; ``seeds_of`` gives a model its own list instead.
 
-    python -m geolib.models.replicas names              # the replicates of section `replicas`
-    python -m geolib.models.replicas train NAME         # stage train_replica@NAME
+    python -m geolib.models.designs replicas names        # the replicates of section `replicas`
+    python -m geolib.models.designs replicas train NAME   # stage train_replica@NAME
 
 The analysis stages group their runs by :func:`identity` (family, seed) to decide each claim
 once per seed; this module imports no measurement code, so editing one retrains nothing.
@@ -25,7 +25,6 @@ from typing import Any
 
 from geolib.config import load_params
 from geolib.models.runs import is_run_dir, read_run_info
-from geolib.models.train import named_runs_main
 from geolib.models.train_config import TrainConfig, params_to_config
 
 _NAME = re.compile(r"^(?P<model>[a-z][a-z0-9_]*)-s(?P<seed>\d+)$")
@@ -92,7 +91,7 @@ def check_listed(params: Mapping[str, Any]) -> list[str]:
     if list(params["replicas"].get("names", [])) != expected:
         raise ValueError(
             "replicas.names must equal the models x seeds of section replicas (python -m "
-            f"geolib.models.replicas names): {expected}"
+            f"geolib.models.designs replicas names): {expected}"
         )
     return expected
 
@@ -142,19 +141,3 @@ def per_seed(runs: list[str], summarise: Callable[[list[str]], Any]) -> dict[str
     if len(groups) > 1:
         out["by_seed"] = {seed: summarise(members) for seed, members in groups.items()}
     return out
-
-
-def main(argv: list[str] | None = None) -> int:
-    return named_runs_main(
-        argv,
-        prog="python -m geolib.models.replicas",
-        description=__doc__,
-        noun="replicate",
-        stage="train_replica",
-        listed=check_listed,
-        build=replica,
-    )
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

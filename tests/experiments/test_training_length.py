@@ -13,7 +13,7 @@ import yaml
 
 from geolib.data.windows import fixed_windows
 from geolib.experiments import training_length as tl
-from geolib.models import length
+from geolib.models import designs, length
 from geolib.models.checkpoints import load
 from tests.models.test_length import params_for
 from tests.models.test_train import token_files  # noqa: F401  (the synthetic corpus fixture)
@@ -31,7 +31,7 @@ def test_train_measure_settle_on_a_tiny_design(tmp_path, token_files):  # noqa: 
     with pytest.raises(FileNotFoundError, match="must reach step"):
         tl.measure_run(*length.length_run(params, names[0]), names[0], 6)
     for name in names:
-        assert length.main(["--params", str(path), "train", name]) == 0
+        assert designs.main(["length", "--params", str(path), "train", name]) == 0
     assert tl.main(["--params", str(path)]) == 0
 
     table = pd.read_csv(tmp_path / "out" / "checkpoints.csv")

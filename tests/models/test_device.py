@@ -21,10 +21,8 @@ PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())
 #: the stage modules that load or train a model (each must check the device first) …
 MODEL_MODULES = {
     "geolib.models.train",
-    "geolib.models.replicas",
-    "geolib.models.ladder",
+    "geolib.models.designs",
     "geolib.models.grid",
-    "geolib.models.length",
     "geolib.models.pretrained",
     "geolib.experiments.gradient_energy",
     "geolib.experiments.residual_isotropy",

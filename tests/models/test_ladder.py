@@ -8,7 +8,6 @@ from dataclasses import asdict
 from pathlib import Path
 
 import pytest
-import yaml
 from torch import nn
 
 from geolib.config import apply_profile, load_params, stage_params
@@ -176,14 +175,3 @@ def test_run_size_rebuilds_the_model_of_a_run_json(tmp_path):
         "n_layers": 2,
     }
     json.loads((tmp_path / "run.json").read_text())  # written as JSON
-
-
-def test_names_command_prints_the_rungs(capsys, tmp_path):
-    params = copy.deepcopy(PARAMS)
-    params["scale"]["rungs"] = {"tiny": {"d_model": 8, "n_layers": 1, "n_heads": 1, "d_ff": 8}}
-    params["scale"]["seeds"] = [4]
-    params["scale"]["names"] = ["tiny", "tiny-s4"]
-    path = tmp_path / "params.yaml"
-    path.write_text(yaml.safe_dump(params))
-    assert ladder.main(["--params", str(path), "names"]) == 0
-    assert capsys.readouterr().out.split() == ["tiny", "tiny-s4"]

@@ -124,16 +124,6 @@ def test_per_seed_groups_runs_by_their_recorded_seed(tmp_path):
     assert "by_seed" not in one  # one seed: nothing to decide per seed
 
 
-def test_names_command_prints_the_design(capsys, tmp_path):
-    params = copy.deepcopy(PARAMS)
-    params["replicas"]["names"] = ["pythia-s5"]
-    params["replicas"] |= {"models": ["pythia"], "seeds": [5], "seeds_of": {}}
-    path = tmp_path / "params.yaml"
-    path.write_text(yaml.safe_dump(params))
-    assert replicas.main(["--params", str(path), "names"]) == 0
-    assert capsys.readouterr().out.split() == ["pythia-s5"]
-
-
 @pytest.mark.parametrize("profile", [None, "smoke"])
 def test_the_warmup_alternative_differs_from_olmo_in_its_warmup_only(profile):
     """A7's alternative is olmo with a longer warm-up and nothing else; the chapter's declared

@@ -1,0 +1,92 @@
+"""geolib.models.designs: one command line for the designs of named runs (each design's names
+and its DVC stage), importing only the design asked for."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from geolib.config import load_params
+from geolib.models import designs
+
+ROOT = Path(__file__).resolve().parents[2]
+PARAMS = load_params(ROOT / "params.yaml")
+STAGES = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+
+
+def _names(capsys, tmp_path, design: str, params: dict) -> list[str]:
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(params))
+    assert designs.main([design, "--params", str(path), "names"]) == 0
+    return capsys.readouterr().out.split()
+
+
+def test_names_of_the_ladder(capsys, tmp_path):
+    params = copy.deepcopy(PARAMS)
+    params["scale"]["rungs"] = {"tiny": {"d_model": 8, "n_layers": 1, "n_heads": 1, "d_ff": 8}}
+    params["scale"]["seeds"] = [4]
+    params["scale"]["names"] = ["tiny", "tiny-s4"]
+    assert _names(capsys, tmp_path, "ladder", params) == ["tiny", "tiny-s4"]
+
+
+def test_names_of_the_replicates(capsys, tmp_path):
+    params = copy.deepcopy(PARAMS)
+    params["replicas"]["names"] = ["pythia-s5"]
+    params["replicas"] |= {"models": ["pythia"], "seeds": [5], "seeds_of": {}}
+    assert _names(capsys, tmp_path, "replicas", params) == ["pythia-s5"]
+
+
+def test_names_of_the_training_length_study(capsys, tmp_path):
+    params = copy.deepcopy(PARAMS)
+    spec = params["training_length"]
+    size = next(iter(spec["sizes"]))
+    spec |= {"sizes": {size: spec["sizes"][size]}, "seeds": [7], "names": [f"{size}-s7"]}
+    assert _names(capsys, tmp_path, "length", params) == [f"{size}-s7"]
+
+
+def test_names_must_match_the_stage_list(tmp_path):
+    """The design's expansion is checked against the list DVC's ``foreach`` reads."""
+    params = copy.deepcopy(PARAMS)
+    params["replicas"]["names"] = ["pythia-s99"]
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(params))
+    with pytest.raises(ValueError, match="replicas.names must equal"):
+        designs.main(["replicas", "--params", str(path), "names"])
+
+
+@pytest.mark.parametrize("argv", [[], ["sweep", "names"], ["--params", "p.yaml", "ladder"]])
+def test_an_unknown_design_is_refused_with_the_designs_named(argv, capsys):
+    assert designs.main(argv) == 2
+    out = capsys.readouterr().out
+    assert "DESIGN is one of ['ladder', 'length', 'replicas']" in out
+
+
+@pytest.mark.parametrize("name", sorted(designs.DESIGNS))
+def test_each_design_is_the_command_of_its_stage(name):
+    """The stage a design names trains with this command line and that design; its module has
+    the two functions the design names."""
+    d = designs.DESIGNS[name]
+    cmd = STAGES[d.stage]["do"]["cmd"]
+    assert cmd.startswith(f"python -m geolib.models.designs {name} train ${{item}}")
+    module = __import__(d.module, fromlist=["_"])
+    assert callable(getattr(module, d.listed)) and callable(getattr(module, d.build))
+
+
+def test_only_the_design_asked_for_is_imported():
+    """A fresh interpreter: listing the replicates imports neither the ladder nor the length
+    design (so that their edits retrain nothing of the replicates' stage)."""
+    code = (
+        "import sys; from geolib.models import designs; designs.main(['replicas', 'names']); "
+        "print(sorted(m for m in sys.modules if m.startswith('geolib.models.')), file=sys.stderr)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    loaded = done.stderr.strip().splitlines()[-1]
+    assert "geolib.models.replicas" in loaded
+    assert "geolib.models.ladder" not in loaded and "geolib.models.length" not in loaded
