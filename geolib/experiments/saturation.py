@@ -1,11 +1,11 @@
 """Saturation: parallel (Pythia-style) against sequential (OLMo-style) blocks trained long
 (Paper B, claim B6).
 
-    python -m geolib.models.grid saturation names            # the runs of the design
-    python -m geolib.models.grid saturation train <name>     # stage saturation_train@<name>
-    python -m geolib.experiments.saturation measure --all    # stage saturation_measure
-    python -m geolib.experiments.saturation measure <name>   # one run
-    python -m geolib.experiments.saturation tables           # degradation and rank (a stage)
+    python -m geolib.models.designs saturation names          # the runs of the design
+    python -m geolib.models.designs saturation train <name>   # stage saturation_train@<name>
+    python -m geolib.experiments.saturation measure --all     # stage saturation_measure
+    python -m geolib.experiments.saturation measure <name>    # one run
+    python -m geolib.experiments.saturation tables            # degradation and rank (a stage)
 
 The design and its training are :mod:`geolib.models.grid`. Training writes the run folder
 ``<run_root>/<name>/`` only; measuring reads it and writes ``<measures_root>/<name>/`` only (an

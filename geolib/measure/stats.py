@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from geolib.measure.validate import array
+
 
 def _level(level: float) -> float:
     level = float(level)
@@ -96,13 +98,7 @@ def mean_ci(values: np.ndarray | list[float], level: float = 0.95, unit: str = "
 
     Needs at least two finite values: one repeat has no spread to estimate.
     """
-    v = np.asarray(values, dtype=np.float64)
-    if v.ndim != 1:
-        raise ValueError(f"values must be one-dimensional (one per repeat), got shape {v.shape}")
-    if v.size < 2:
-        raise ValueError(f"need at least 2 repeats for an interval, got {v.size}")
-    if not np.all(np.isfinite(v)):
-        raise ValueError("values contain NaN or inf")
+    v = array("values (one per repeat)", values, min_size=2)
     level = _level(level)
     m = float(v.mean())
     h = t_quantile(level, v.size - 1) * float(v.std(ddof=1)) / math.sqrt(v.size)
@@ -146,25 +142,12 @@ class SlopeFit:
         )
 
 
-def _positive_1d(name: str, values: Any) -> np.ndarray:
-    a = np.asarray(values, dtype=np.float64)
-    if a.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional, got shape {a.shape}")
-    if a.size < 3:
-        raise ValueError(f"{name} needs at least 3 values for a slope interval, got {a.size}")
-    if not np.all(np.isfinite(a)):
-        raise ValueError(f"{name} contains non-finite values")
-    if np.any(a <= 0):
-        raise ValueError(f"{name} must be strictly positive (log–log fit)")
-    return a
-
-
 def fit_loglog(x: Any, y: Any, level: float = 0.95) -> SlopeFit:
     """Fit the log–log slope of ``y`` against ``x`` (both strictly positive, at least 3 points).
 
     The one log–log fit of the project (theory chapters, Zipf's law of the corpus).
     """
-    x, y = _positive_1d("x", x), _positive_1d("y", y)
+    x, y = (array(n, v, positive=True, min_size=3) for n, v in (("x", x), ("y", y)))
     if x.shape != y.shape:
         raise ValueError(f"x and y must have the same length, got {x.size} and {y.size}")
     level = _level(level)

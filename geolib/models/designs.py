@@ -7,10 +7,11 @@ trains one of them by name, as its DVC stage does.
 
 The designs (:data:`DESIGNS`): ``ladder``, the ladder of model sizes (stage ``ladder_train``);
 ``replicas``, the seed replicates of the default models (``train_replica``); ``length``, the
-training-length study (``length_train``). Each design's module is imported only when it is
-asked for, so that a stage reaches (and depends on) its own design's code alone: an edit to one
-design retrains no other. The sweep and the saturation runs keep :mod:`geolib.models.grid`'s
-command line, whose points are trained a cell at a time.
+training-length study (``length_train``); ``saturation``, claim B6's runs
+(``saturation_train``). Each design's module is imported only when it is asked for, so that a
+stage reaches (and depends on) its own design's code alone: an edit to one design retrains no
+other. The sweep keeps :mod:`geolib.models.grid`'s command line: a stage trains a cell of
+points, not one named run.
 """
 
 from __future__ import annotations
@@ -45,6 +46,13 @@ DESIGNS: dict[str, Design] = {
         "geolib.models.replicas", "replicate", "train_replica", "check_listed", "replica"
     ),
     "length": Design("geolib.models.length", "run", "length_train", "check_listed", "named_run"),
+    "saturation": Design(
+        "geolib.models.grid",
+        "run",
+        "saturation_train",
+        "saturation_listed",
+        "saturation_named_run",
+    ),
 }
 
 

@@ -19,8 +19,8 @@ The saturation design (claim B6) is here too: its runs differ only in the block 
     python -m geolib.models.grid sweep points               # the expansion of the factors
     python -m geolib.models.grid sweep train-cell CELL      # stage sweep_train@CELL
     python -m geolib.models.grid sweep train POINT          # one point (cluster jobs, by hand)
-    python -m geolib.models.grid saturation names           # the runs of the design
-    python -m geolib.models.grid saturation train NAME      # stage saturation_train@NAME
+    python -m geolib.models.designs saturation names        # the saturation runs
+    python -m geolib.models.designs saturation train NAME   # stage saturation_train@NAME
 
 A *cell* is one size at one batch size (``S-b32``): its points train the same number of steps at
 the same cost, and one stage trains them one after another into ``<run_root>/<cell>/<point>``.
@@ -477,7 +477,7 @@ def check_names_listed(spec: Mapping[str, Any]) -> list[str]:
     names = [r.name for r in saturation_runs(spec)]
     if list(spec.get("names", [])) != names:
         raise ValueError(
-            f"saturation.names must equal the design's expansion (python -m geolib.models.grid "
+            f"saturation.names must equal the design's expansion (python -m geolib.models.designs "
             f"saturation names): {names}"
         )
     return names
@@ -510,13 +510,15 @@ def saturation_run(params: Mapping[str, Any], name: str) -> tuple[TrainConfig, P
     return saturation_config(params, Run.from_name(name)), Path(spec["run_root"]) / name
 
 
-def train_saturation_run(
-    params_path: str | Path, name: str, supersede_into: str | None = None
-) -> dict[str, Any]:
-    """Train ``name`` into ``<run_root>/<name>`` (resuming; nothing if finished); its
-    ``run.json``."""
-    cfg, run_dir = saturation_run(load_params(params_path), name)
-    return train(cfg, run_dir, progress=False, supersede_into=supersede_into)
+def saturation_listed(params: Mapping[str, Any]) -> list[str]:
+    """The saturation runs' names from the whole parameters (:func:`check_names_listed`)."""
+    return check_names_listed(params["saturation"])
+
+
+def saturation_named_run(params_path: str | Path, name: str) -> tuple[TrainConfig, Path]:
+    """:func:`saturation_run` from a parameters file: the design command line's ``build``
+    (:mod:`geolib.models.designs`, stage ``saturation_train@NAME``)."""
+    return saturation_run(load_params(params_path), name)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -538,22 +540,16 @@ def main(argv: list[str] | None = None) -> int:
     cell.add_argument("cell")
     add_jobs_option(cell)
     runs.add_supersede_option(cell)
-    sat = design.add_parser("saturation", help="the saturation runs (claim B6)")
-    sat_cmd = sat.add_subparsers(dest="command", required=True)
-    sat_cmd.add_parser("names", help="print the runs of the design")
-    sat_train = sat_cmd.add_parser("train", help="train one run (stage saturation_train@NAME)")
-    sat_train.add_argument("name")
-    runs.add_supersede_option(sat_train)
     args = parser.parse_args(argv)
     params = load_params(args.params)
-    if args.design == "sweep" and args.command == "points":
+    if args.command == "points":
         check_grid(params)  # every point trainable at its budget, before anything runs
         if args.cells:
             print("\n".join(cells([p.name for p in expand(params["sweep"])])))
         else:
             for p in expand(params["sweep"]):
                 print(p.name if args.bare else f"    - {p.name}")
-    elif args.design == "sweep" and args.command == "train-cell":
+    elif args.command == "train-cell":
         train_cell(
             args.params,
             args.cell,
@@ -561,16 +557,10 @@ def main(argv: list[str] | None = None) -> int:
             log=lambda m: print(m, file=sys.stderr),
             supersede_into=args.supersede_into,
         )
-    elif args.design == "sweep":
+    else:
         t0 = time.perf_counter()
         train_point(args.params, args.point, jobs=args.jobs, supersede_into=args.supersede_into)
         print(f"{args.point}: trained in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
-    elif args.command == "names":
-        print("\n".join(r.name for r in saturation_runs(params["saturation"])))
-    else:
-        t0 = time.perf_counter()
-        train_saturation_run(args.params, args.name, supersede_into=args.supersede_into)
-        print(f"{args.name}: trained in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     return 0
 
 

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from geolib.experiments import saturation as sat
-from geolib.models import runs
+from geolib.models import designs, runs
 from tests.models.test_train import V, token_files  # noqa: F401  (the synthetic corpus fixture)
 
 
@@ -153,7 +153,7 @@ def test_train_then_measure_then_tables_on_a_tiny_design(tmp_path, token_files):
     with pytest.raises(FileNotFoundError, match="has not finished"):
         sat.measure_run(path, name)
     for n in spec["names"]:
-        grid.train_saturation_run(path, n)
+        assert designs.main(["saturation", "--params", str(path), "train", n]) == 0
     run = tmp_path / "runs" / name
     before = tree_hashes(run)
     with pytest.raises(SystemExit):  # the stage's command names the runs or says --all

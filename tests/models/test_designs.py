@@ -49,6 +49,15 @@ def test_names_of_the_training_length_study(capsys, tmp_path):
     assert _names(capsys, tmp_path, "length", params) == [f"{size}-s7"]
 
 
+def test_names_of_the_saturation_runs(capsys, tmp_path):
+    params = copy.deepcopy(PARAMS)
+    spec = params["saturation"]
+    width = next(iter(spec["widths"]))
+    spec |= {"widths": {width: spec["widths"][width]}, "seeds": [3]}
+    spec["names"] = [f"{layout}-{width}-s3" for layout in spec["layouts"]]
+    assert _names(capsys, tmp_path, "saturation", params) == spec["names"]
+
+
 def test_names_must_match_the_stage_list(tmp_path):
     """The design's expansion is checked against the list DVC's ``foreach`` reads."""
     params = copy.deepcopy(PARAMS)
@@ -63,7 +72,7 @@ def test_names_must_match_the_stage_list(tmp_path):
 def test_an_unknown_design_is_refused_with_the_designs_named(argv, capsys):
     assert designs.main(argv) == 2
     out = capsys.readouterr().out
-    assert "DESIGN is one of ['ladder', 'length', 'replicas']" in out
+    assert "DESIGN is one of ['ladder', 'length', 'replicas', 'saturation']" in out
 
 
 @pytest.mark.parametrize("name", sorted(designs.DESIGNS))
