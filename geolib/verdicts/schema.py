@@ -260,6 +260,7 @@ SCHEMAS: Mapping[str, tuple[Field, ...]] = {
     ),
     # B6 on the saturation runs
     "saturation": (
+        Field("out_dir", "text"),
         _level(),
         Field("layouts", "mapping"),
         Field("second_half_from", float, low=0.0, high=1.0, open_high=True),

@@ -18,7 +18,6 @@ import pandas as pd
 from geolib.config import stage_params
 from geolib.measure.stats import count_excluding, entropy_of_counts
 from geolib.verdicts.budget_premise import BUDGETS
-from geolib.verdicts.chapters.interface import own_sections
 from geolib.verdicts.schema import Field, learned_margin, require, v3_fields
 from geolib.verdicts.settled_premise import PremiseSpec, read_study
 from geolib.verdicts.sweep_v4 import V4, configuration, points_at, required, v4_of
@@ -47,18 +46,6 @@ class SweepSetup:
         verdicts = stage_params(params_path, "verdicts")
         sweep = stage_params(params_path, "sweep")
         return cls(verdicts, sweep, {s: stage_params(params_path, s) for s in stages})
-
-    def load_budgets(
-        self, section_type: Any, load_tables: Any, rules: Mapping[str, Any]
-    ) -> tuple[Any, dict[str, Any]]:
-        """A sweep chapter's section (``section_type.from_params(rules, verdicts)``) and its
-        tables at each token budget (budget → ``load_tables(section at that budget, that
-        budget's points)``, from the analysis stage's ``<budget>/`` folder): what rules v4 read."""
-        section = section_type.from_params(rules, self.verdicts)
-        return section, {
-            b: load_tables(section.at_budget(b), points_at(self.sweep["points"], b))
-            for b in BUDGETS
-        }
 
     def grid_words(self, models: pd.DataFrame) -> str:
         """This run's grid in words (Markdown), from the design and the per-model table
@@ -284,18 +271,18 @@ def excluding_words(counts: pd.DataFrame) -> str:
     )
 
 
-def read_budgets(
-    params_path: str | Path,
-    name: str,
-    overrides: Mapping[str, Any] | None,
-    section_type: Any,
-    load_tables: Any,
-) -> tuple[Any, dict[str, Any]]:
-    """``read`` (:mod:`geolib.verdicts.chapters.interface`) of a sweep chapter: its section and its
-    tables at each token budget of the sweep (:meth:`SweepSetup.load_budgets`)."""
-    rules, verdicts = own_sections(params_path, name, overrides)
-    setup = SweepSetup(verdicts, stage_params(params_path, "sweep"))
-    return setup.load_budgets(section_type, load_tables, rules)
+def tables_at_budgets(sweep: Mapping[str, Any], section: Any, load_tables: Any) -> dict[str, Any]:
+    """A sweep chapter's tables at each token budget: budget → ``load_tables(section at that
+    budget, that budget's points)``, from the analysis stage's ``<budget>/`` folder (what rules
+    v4 read). ``sweep``: the design (section ``sweep``)."""
+    return {b: load_tables(section.at_budget(b), points_at(sweep["points"], b)) for b in BUDGETS}
+
+
+def read_budgets(params_path: str | Path, section: Any, load_tables: Any) -> dict[str, Any]:
+    """:func:`tables_at_budgets` with the design read from the parameters file: the tables half
+    of a sweep chapter's ``read`` (:mod:`geolib.verdicts.chapters.interface`), its section being
+    the one ``read_section`` built and checked."""
+    return tables_at_budgets(stage_params(params_path, "sweep"), section, load_tables)
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,7 @@ from geolib.verdicts.sweep_tables import (
     excluding,
     excluding_words,
     row_where,
+    tables_at_budgets,
     unigram_entropy,
 )
 from tests.verdicts.tables import two_sizes, with_interval
@@ -234,14 +235,7 @@ def test_a_chapter_loads_its_tables_at_each_budget_and_the_grid_words_name_both(
     sweep = {**SWEEP, "budgets": {"D": 1, "2D": 2}, "points": points}
     setup = SweepSetup({"learned_margin": 0.25}, sweep)
     section = SimpleNamespace(at_budget=lambda b: f"section at {b}")
-    # the section from the chapter's rules and the top-level verdicts
-    section_type = SimpleNamespace(
-        from_params=lambda rules, verdicts: (
-            (rules, verdicts) == ({"n": 1}, setup.verdicts) and section
-        )
-    )
-    got, tables = setup.load_budgets(section_type, lambda at, pts: (at, pts), {"n": 1})
-    assert got is section
+    tables = tables_at_budgets(sweep, section, lambda at, pts: (at, pts))
     assert tables == {
         "D": ("section at D", ["S-b8-s0-tD", "S-b128-s0-tD"]),
         "2D": ("section at 2D", ["S-b8-s0-t2D", "S-b128-s0-t2D"]),

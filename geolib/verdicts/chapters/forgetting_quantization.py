@@ -197,12 +197,11 @@ def read(
     section; rules v4 with it; the ``forgetting`` and ``quantization`` sections' v1 rules) and
     its tables at each token budget (:mod:`geolib.verdicts.chapters.interface`)."""
     section = read_section(params_path, overrides)
-    fg, qz = stage_params(params_path, "forgetting"), stage_params(params_path, "quantization")
     points = stage_params(params_path, "sweep")["points"]
     return section, {
         b: load_tables(
-            fg["out_dir"],
-            qz["out_dir"],
+            section.out_dir["forgetting"],
+            section.out_dir["quantization"],
             points_at(points, b),
             section.unigram_counts,
             section.w_premise,

@@ -37,11 +37,13 @@ FIELDS = (
 PREFIX = {"forgetting": "b8_forgetting", "quantization": "b8_quant"}
 #: the v1 rules of each outcome
 V1_RULES = ("loose", "no_prediction")
-#: the fields B8 reads of each outcome's section: its v1 rules and its intervals' level
+#: the fields B8 reads of each outcome's section: its v1 rules, its intervals' level and where
+#: its tables are
 FAMILY_FIELDS = {
     family: (
         *(Field(f"{prefix}_{rule}", "rule") for rule in V1_RULES),
         Field("ci_level", float, low=0.0, high=1.0, open_low=True, open_high=True),
+        Field("out_dir", "text"),
     )
     for family, prefix in PREFIX.items()
 }
@@ -66,6 +68,7 @@ class Section(V3Terms):
 
     v1: Mapping[str, Mapping[str, Any]]  #: family → {"loose": rule, "no_prediction": rule}
     outcome_level: Mapping[str, float]  #: family → level of its per-model intervals
+    out_dir: Mapping[str, str]  #: family → where its stage wrote the tables
     v2_min_share_above_zero: float
     premise_min_sd_ratio: float
     no_prediction: Mapping[str, Any]
@@ -103,6 +106,7 @@ class Section(V3Terms):
                 for family, spec in families.items()
             },
             outcome_level={family: float(spec["ci_level"]) for family, spec in families.items()},
+            out_dir={family: str(spec["out_dir"]) for family, spec in families.items()},
             v2_min_share_above_zero=float(section["v2"]["min_share_above_zero"]),
             premise_min_sd_ratio=float(v3["premise_min_sd_ratio"]),
             no_prediction=v3["no_prediction"],

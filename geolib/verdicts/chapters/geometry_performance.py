@@ -118,7 +118,8 @@ def read(
     """B1, B2 and B7's section (the shared ``geometry_performance``, ``overrides`` applied;
     rules v4 with it) and the sweep's tables at each token budget
     (:mod:`geolib.verdicts.chapters.interface`)."""
-    return read_budgets(params_path, CHAPTER, overrides, Section, load_tables)
+    section = read_section(params_path, overrides)
+    return section, read_budgets(params_path, section, load_tables)
 
 
 # ---------------------------------------------------------------------------------------------

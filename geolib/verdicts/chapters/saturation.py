@@ -27,7 +27,6 @@ from typing import Any
 
 import pandas as pd
 
-from geolib.config import stage_params
 from geolib.measure import validate as check
 from geolib.measure.stats import count_excluding, proportion_ci
 from geolib.verdicts.chapters.interface import own_section
@@ -62,11 +61,13 @@ RUN_COLUMNS = (
 
 @dataclass(frozen=True)
 class Section(V3Terms):
-    """What B6's verdicts read of ``params.yaml``: section ``saturation`` (the layouts, the late
-    span, the interval level, v3's mapping ``b6_v3``), ``verdicts.learned_margin`` (the fields
-    its v3 rule states: :class:`~geolib.verdicts.sweep_tables.V3Terms`) and ``verdicts.history``
-    (v1: the rule ``b6_rule``; v2: the same after its premise)."""
+    """What B6's verdicts read of ``params.yaml``: section ``saturation`` (where its tables are,
+    the layouts, the late span, the interval level, v3's mapping ``b6_v3``),
+    ``verdicts.learned_margin`` (the fields its v3 rule states:
+    :class:`~geolib.verdicts.sweep_tables.V3Terms`) and ``verdicts.history`` (v1: the rule
+    ``b6_rule``; v2: the same after its premise)."""
 
+    out_dir: str  #: where ``saturation_tables`` wrote the tables
     layouts: tuple[str, str]  #: (parallel, sequential)
     second_half_from: float
     ci_level: float
@@ -92,6 +93,7 @@ class Section(V3Terms):
             if bad or not change:
                 raise ValueError(f"{where}.b6_v3.alternatives.{name}: only 'by' in {sorted(BY)}")
         return cls(
+            out_dir=str(section["out_dir"]),
             layouts=(str(layouts[0]), str(layouts[1])),
             second_half_from=float(section["second_half_from"]),
             ci_level=float(section["ci_level"]),
@@ -155,8 +157,7 @@ def read(
     """This chapter's section and the tables it decides on
     (:mod:`geolib.verdicts.chapters.interface`)."""
     section = read_section(params_path, overrides)
-    out_dir = stage_params(params_path, CHAPTER, overrides)["out_dir"]
-    return section, load_tables(out_dir, section.unigram_counts)
+    return section, load_tables(section.out_dir, section.unigram_counts)
 
 
 def learned(tables: Tables, section: Section) -> Learners:
