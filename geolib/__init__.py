@@ -37,7 +37,7 @@ models/              imports config, files, stage, data
     replicas         Paper A's seed replicates of the default models; runs grouped by seed
     ladder           the ladder of model sizes (one family, other shapes); non-embedding size
     length           the training-length study's runs: long, a checkpoint at every doubling
-    designs          one command line for the named-run designs (ladder, replicas, length)
+    designs          one command line for the designs: ladder, replicas, length, saturation, sweep
     fingerprint      the content hash of a model's weights
     device           ``common.device`` checked: a GPU asked for and missing stops the stage
 measure/             imports nothing outside measure: pure functions on arrays and tensors

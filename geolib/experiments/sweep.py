@@ -2,7 +2,7 @@
 measured (one stage).
 
     python -m geolib.models.grid sweep points                 # the expansion of the factors
-    python -m geolib.models.grid sweep train-cell CELL        # stage sweep_train@CELL
+    python -m geolib.models.designs sweep train CELL          # stage sweep_train@CELL
     python -m geolib.models.grid sweep train POINT [--jobs N] # one point
     python -m geolib.experiments.sweep measure --all          # stage sweep_measure
     python -m geolib.experiments.sweep measure POINT [...]    # some points

@@ -1,43 +1,60 @@
-"""One command line for the designs of named training runs: each design lists its runs and
-trains one of them by name, as its DVC stage does.
+"""One command line for the designs of training runs: each design lists its units (runs, or the
+sweep's cells) and trains one of them by name, as its DVC stage does.
 
     python -m geolib.models.designs DESIGN names                 # the runs of a design
     python -m geolib.models.designs DESIGN train NAME            # stage STAGE@NAME
     python -m geolib.models.designs DESIGN --params FILE names   # another parameters file
+    python -m geolib.models.designs sweep train CELL --jobs 2    # a cell's points, 2 at a time
 
 The designs (:data:`DESIGNS`): ``ladder``, the ladder of model sizes (stage ``ladder_train``);
 ``replicas``, the seed replicates of the default models (``train_replica``); ``length``, the
 training-length study (``length_train``); ``saturation``, claim B6's runs
-(``saturation_train``). Each design's module is imported only when it is asked for, so that a
-stage reaches (and depends on) its own design's code alone: an edit to one design retrains no
-other. The sweep keeps :mod:`geolib.models.grid`'s command line: a stage trains a cell of
-points, not one named run.
+(``saturation_train``); ``sweep``, Paper B's grid, trained a cell at a time (``sweep_train``:
+a cell is one size at one batch size, its points trained one after another, the smaller
+budgets branched from the largest). A named run is built by its design and trained by
+:func:`~geolib.models.train.train` (:func:`~geolib.models.train.named_runs_main`); a cell is
+trained by its design's own ``trainer``. Each design's module is imported only when it is asked
+for, so that a stage reaches (and depends on) its own design's code alone: an edit to one design
+retrains no other.
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import ModuleType
 
+from geolib.config import load_params
+from geolib.models import runs
+from geolib.models.device import resolve_device
 from geolib.models.train import named_runs_main
+from geolib.stage import add_jobs_option
 
 PROG = "python -m geolib.models.designs"
 
 
 @dataclass(frozen=True)
 class Design:
-    """A design of named runs: its module; what one run is called (``noun``); the DVC stage that
-    trains each (``STAGE@NAME``); and the names, in that module, of ``listed(params)`` (its run
-    names, checked against the stage's ``foreach`` list) and ``build(params_path, name)`` (one
-    run's configuration and run folder)."""
+    """A design of runs: its module; what one unit is called (``noun``); the DVC stage that
+    trains each (``STAGE@NAME``); and the names, in that module, of ``listed(params)`` (the
+    units' names, checked against the stage's ``foreach`` list) and of either ``build`` or
+    ``trainer``. ``build(params_path, name)``: one named run's configuration and run folder.
+    ``trainer(params_path, name, *, jobs, log, supersede_into)``: trains the unit ``name``
+    itself (the sweep's cells)."""
 
     module: str
     noun: str
     stage: str
     listed: str
-    build: str
+    build: str | None = None
+    trainer: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.build is None) == (self.trainer is None):
+            raise ValueError(f"design of {self.stage}: give build or trainer, not both or none")
 
 
 DESIGNS: dict[str, Design] = {
@@ -53,6 +70,9 @@ DESIGNS: dict[str, Design] = {
         "saturation_listed",
         "saturation_named_run",
     ),
+    "sweep": Design(
+        "geolib.models.grid", "cell", "sweep_train", "cell_names", trainer="train_cell"
+    ),
 }
 
 
@@ -60,10 +80,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] not in DESIGNS:
         given = repr(args[0]) if args else "nothing"
-        print(f"usage: {PROG} DESIGN ...: DESIGN is one of {sorted(DESIGNS)}, got {given}")
+        print(
+            f"usage: {PROG} DESIGN ...: DESIGN is one of {sorted(DESIGNS)}, got {given}",
+            file=sys.stdout if args[:1] in (["-h"], ["--help"]) else sys.stderr,
+        )
         return 0 if args[:1] in (["-h"], ["--help"]) else 2
     design = DESIGNS[args[0]]
     module = importlib.import_module(design.module)
+    if design.build is None:
+        return _trained_by_design(args[0], design, module, args[1:])
     return named_runs_main(
         args[1:],
         prog=f"{PROG} {args[0]}",
@@ -73,6 +98,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         listed=getattr(module, design.listed),
         build=getattr(module, design.build),
     )
+
+
+def _trained_by_design(name: str, design: Design, module: ModuleType, argv: list[str]) -> int:
+    """The command line of a design whose units its ``trainer`` trains: ``names``, and ``train
+    NAME`` after checking the device (the same commands as a design of named runs, with
+    ``--jobs``: runs at once on the cores)."""
+    parser = argparse.ArgumentParser(prog=f"{PROG} {name}", description=module.__doc__)
+    parser.add_argument("--params", default="params.yaml")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("names", help=f"print the {design.noun}s")
+    one = sub.add_parser("train", help=f"train one {design.noun} (stage {design.stage}@NAME)")
+    one.add_argument("name")
+    add_jobs_option(one)
+    runs.add_supersede_option(one)
+    args = parser.parse_args(argv)
+    params = load_params(args.params)
+    if args.command == "names":
+        print("\n".join(getattr(module, design.listed)(params)))
+        return 0
+    resolve_device(params.get("common", {}).get("device", "cpu"))
+    getattr(module, design.trainer)(
+        args.params,
+        args.name,
+        jobs=args.jobs,
+        log=lambda m: print(m, file=sys.stderr),
+        supersede_into=args.supersede_into,
+    )
+    return 0
 
 
 if __name__ == "__main__":

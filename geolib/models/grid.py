@@ -17,8 +17,8 @@ centre, each at every budget (section ``sweep`` of ``params.yaml``): the same de
 The saturation design (claim B6) is here too: its runs differ only in the block layout.
 
     python -m geolib.models.grid sweep points               # the expansion of the factors
-    python -m geolib.models.grid sweep train-cell CELL      # stage sweep_train@CELL
     python -m geolib.models.grid sweep train POINT          # one point (cluster jobs, by hand)
+    python -m geolib.models.designs sweep train CELL        # stage sweep_train@CELL
     python -m geolib.models.designs saturation names        # the saturation runs
     python -m geolib.models.designs saturation train NAME   # stage saturation_train@NAME
 
@@ -287,7 +287,7 @@ def check_points_listed(spec: Mapping[str, Any]) -> list[str]:
         extra, absent = sorted(set(listed) - set(names)), sorted(set(names) - set(listed))
         raise ValueError(
             "sweep.points differs from the expansion of the factors (run `python -m "
-            f"geolib.experiments.sweep points`): listed but not designed {extra}, designed but "
+            f"geolib.models.grid sweep points`): listed but not designed {extra}, designed but "
             f"not listed {absent}" + ("" if extra or absent else "; the order differs")
         )
     return names
@@ -299,6 +299,12 @@ def cells(names: list[str]) -> dict[str, list[str]]:
     for name in names:
         out.setdefault(Point.from_name(name).cell, []).append(name)
     return out
+
+
+def cell_names(params: Mapping[str, Any]) -> list[str]:
+    """The cells' names from the whole parameters (:func:`check_cells_listed`): the units the
+    design command line trains (:mod:`geolib.models.designs`, stage ``sweep_train@CELL``)."""
+    return list(check_cells_listed(params["sweep"]))
 
 
 def check_cells_listed(spec: Mapping[str, Any]) -> dict[str, list[str]]:
@@ -536,10 +542,6 @@ def main(argv: list[str] | None = None) -> int:
     train_one.add_argument("point")
     add_jobs_option(train_one)
     runs.add_supersede_option(train_one)
-    cell = sweep_cmd.add_parser("train-cell", help="train a cell's points (stage sweep_train@CELL)")
-    cell.add_argument("cell")
-    add_jobs_option(cell)
-    runs.add_supersede_option(cell)
     args = parser.parse_args(argv)
     params = load_params(args.params)
     if args.command == "points":
@@ -549,14 +551,6 @@ def main(argv: list[str] | None = None) -> int:
         else:
             for p in expand(params["sweep"]):
                 print(p.name if args.bare else f"    - {p.name}")
-    elif args.command == "train-cell":
-        train_cell(
-            args.params,
-            args.cell,
-            jobs=args.jobs,
-            log=lambda m: print(m, file=sys.stderr),
-            supersede_into=args.supersede_into,
-        )
     else:
         t0 = time.perf_counter()
         train_point(args.params, args.point, jobs=args.jobs, supersede_into=args.supersede_into)

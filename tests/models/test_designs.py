@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -58,6 +59,35 @@ def test_names_of_the_saturation_runs(capsys, tmp_path):
     assert _names(capsys, tmp_path, "saturation", params) == spec["names"]
 
 
+def test_names_of_the_sweep_are_its_cells(capsys, tmp_path):
+    """The sweep's units are its cells (one size at one batch size), as its stages name them."""
+    params = copy.deepcopy(PARAMS)
+    assert _names(capsys, tmp_path, "sweep", params) == params["sweep"]["cells"]
+
+
+def test_a_design_that_trains_its_units_gets_the_name_jobs_and_supersede_folder(tmp_path):
+    """A ``trainer`` design (the sweep's cells): ``train NAME`` checks the device, then calls the
+    trainer once with the parameters file, the name, ``--jobs`` and ``--supersede-into``."""
+    calls = []
+    module = types.ModuleType("fake_design", "A fake design.")
+    module.listed = lambda params: ["c1", "c2"]
+    module.trainer = lambda path, name, **kw: calls.append(
+        (path, name, kw["jobs"], kw["supersede_into"])
+    )
+    design = designs.Design("fake_design", "cell", "fake_train", "listed", trainer="trainer")
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump({"common": {"device": "cpu"}}))
+    argv = ["--params", str(path), "train", "c2", "--jobs", "3", "--supersede-into", "old"]
+    assert designs._trained_by_design("fake", design, module, argv) == 0
+    assert calls == [(str(path), "c2", 3, "old")]
+
+
+@pytest.mark.parametrize(("build", "trainer"), [(None, None), ("b", "t")])
+def test_a_design_is_built_or_trained_by_itself_not_both(build, trainer):
+    with pytest.raises(ValueError, match="give build or trainer"):
+        designs.Design("m", "run", "s_train", "listed", build=build, trainer=trainer)
+
+
 def test_names_must_match_the_stage_list(tmp_path):
     """The design's expansion is checked against the list DVC's ``foreach`` reads."""
     params = copy.deepcopy(PARAMS)
@@ -68,11 +98,11 @@ def test_names_must_match_the_stage_list(tmp_path):
         designs.main(["replicas", "--params", str(path), "names"])
 
 
-@pytest.mark.parametrize("argv", [[], ["sweep", "names"], ["--params", "p.yaml", "ladder"]])
+@pytest.mark.parametrize("argv", [[], ["grid", "names"], ["--params", "p.yaml", "ladder"]])
 def test_an_unknown_design_is_refused_with_the_designs_named(argv, capsys):
     assert designs.main(argv) == 2
-    out = capsys.readouterr().out
-    assert "DESIGN is one of ['ladder', 'length', 'replicas', 'saturation']" in out
+    out = capsys.readouterr().err
+    assert "DESIGN is one of ['ladder', 'length', 'replicas', 'saturation', 'sweep']" in out
 
 
 @pytest.mark.parametrize("name", sorted(designs.DESIGNS))
@@ -83,7 +113,7 @@ def test_each_design_is_the_command_of_its_stage(name):
     cmd = STAGES[d.stage]["do"]["cmd"]
     assert cmd.startswith(f"python -m geolib.models.designs {name} train ${{item}}")
     module = __import__(d.module, fromlist=["_"])
-    assert callable(getattr(module, d.listed)) and callable(getattr(module, d.build))
+    assert callable(getattr(module, d.listed)) and callable(getattr(module, d.build or d.trainer))
 
 
 def test_only_the_design_asked_for_is_imported():

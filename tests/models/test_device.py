@@ -22,7 +22,6 @@ PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())
 MODEL_MODULES = {
     "geolib.models.train",
     "geolib.models.designs",
-    "geolib.models.grid",
     "geolib.models.pretrained",
     "geolib.experiments.gradient_energy",
     "geolib.experiments.residual_isotropy",
