@@ -4,8 +4,8 @@ the effective rank of the unembedding W; then, per size, where each settles.
     python -m geolib.models.designs length train <name>   # stage length_train@<name>
     python -m geolib.experiments.training_length          # stage training_length_tables
 
-The runs and their training are :mod:`geolib.models.length`. At each checkpoint (step 0, the
-random start, and every doubling of the steps) this stage records:
+The runs are :mod:`geolib.models.length`'s, trained by :mod:`geolib.models.designs`. At each
+checkpoint (step 0, the random start, and every doubling of the steps) this stage records:
 
 * ``epochs``: the tokens seen over the training split's length (past 1, text repeats: a
   longer run of the same corpus would measure repetition, not more training);

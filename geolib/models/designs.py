@@ -15,7 +15,9 @@ budgets branched from the largest). A named run is built by its design and train
 :func:`~geolib.models.train.train` (:func:`~geolib.models.train.named_runs_main`); a cell is
 trained by its design's own ``trainer``. Each design's module is imported only when it is asked
 for, so that a stage reaches (and depends on) its own design's code alone: an edit to one design
-retrains no other.
+retrains no other. An edit to this module reruns every training stage, which finds its runs
+finished and leaves them (a run's identity is its configuration, data and training code:
+:mod:`geolib.models.resume`).
 """
 
 from __future__ import annotations
@@ -78,13 +80,16 @@ DESIGNS: dict[str, Design] = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] in (["-h"], ["--help"]):
+        print(__doc__)
+        return 0
     if not args or args[0] not in DESIGNS:
         given = repr(args[0]) if args else "nothing"
         print(
             f"usage: {PROG} DESIGN ...: DESIGN is one of {sorted(DESIGNS)}, got {given}",
-            file=sys.stdout if args[:1] in (["-h"], ["--help"]) else sys.stderr,
+            file=sys.stderr,
         )
-        return 0 if args[:1] in (["-h"], ["--help"]) else 2
+        return 2
     design = DESIGNS[args[0]]
     module = importlib.import_module(design.module)
     if design.build is None:
@@ -100,11 +105,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
 
 
-def _trained_by_design(name: str, design: Design, module: ModuleType, argv: list[str]) -> int:
+def _trained_by_design(
+    design_name: str, design: Design, module: ModuleType, argv: list[str]
+) -> int:
     """The command line of a design whose units its ``trainer`` trains: ``names``, and ``train
     NAME`` after checking the device (the same commands as a design of named runs, with
     ``--jobs``: runs at once on the cores)."""
-    parser = argparse.ArgumentParser(prog=f"{PROG} {name}", description=module.__doc__)
+    assert design.trainer is not None
+    parser = argparse.ArgumentParser(prog=f"{PROG} {design_name}", description=module.__doc__)
     parser.add_argument("--params", default="params.yaml")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("names", help=f"print the {design.noun}s")

@@ -1,5 +1,5 @@
-"""geolib.models.designs: one command line for the designs of named runs (each design's names
-and its DVC stage), importing only the design asked for."""
+"""geolib.models.designs: one command line for the training designs (named runs and the sweep's
+cells: each design's names and its DVC stage), importing only the design asked for."""
 
 from __future__ import annotations
 
@@ -105,6 +105,12 @@ def test_an_unknown_design_is_refused_with_the_designs_named(argv, capsys):
     assert "DESIGN is one of ['ladder', 'length', 'replicas', 'saturation', 'sweep']" in out
 
 
+def test_help_prints_every_design_and_its_stage(capsys):
+    assert designs.main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert all(f"``{d}``" in out and f"``{x.stage}``" in out for d, x in designs.DESIGNS.items())
+
+
 @pytest.mark.parametrize("name", sorted(designs.DESIGNS))
 def test_each_design_is_the_command_of_its_stage(name):
     """The stage a design names trains with this command line and that design; its module has
@@ -128,4 +134,5 @@ def test_only_the_design_asked_for_is_imported():
     )
     loaded = done.stderr.strip().splitlines()[-1]
     assert "geolib.models.replicas" in loaded
-    assert "geolib.models.ladder" not in loaded and "geolib.models.length" not in loaded
+    others = ("geolib.models.ladder", "geolib.models.length", "geolib.models.grid")
+    assert not [m for m in others if m in loaded]
