@@ -1,9 +1,9 @@
 """Paper B's sweep in miniature: the grid points trained (one stage per cell of points), then all
 measured (one stage).
 
-    python -m geolib.models.grid sweep points                 # the expansion of the factors
+    python -m geolib.models.grid points                       # the expansion of the factors
     python -m geolib.models.designs sweep train CELL          # stage sweep_train@CELL
-    python -m geolib.models.grid sweep train POINT [--jobs N] # one point
+    python -m geolib.models.designs sweep train POINT         # one point [--jobs N]
     python -m geolib.experiments.sweep measure --all          # stage sweep_measure
     python -m geolib.experiments.sweep measure POINT [...]    # some points
     python -m geolib.experiments.sweep status                 # points measured / total, ETA

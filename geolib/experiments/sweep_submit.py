@@ -5,7 +5,7 @@
     python -m geolib.experiments.sweep_submit --executor local --points S-b8-wd0-lr0.001-f0.1-s0
 
 Each job trains its point as the stage of its cell, ``sweep_train@<cell>``, trains each of the
-cell's points (``python -m geolib.models.grid sweep train <point>``), then measures that point
+cell's points (``python -m geolib.models.designs sweep train <point>``), then measures that point
 as the stage ``sweep_measure`` measures each
 (``python -m geolib.experiments.sweep measure <point>``), so a job writes exactly what the
 stages would (``<run_root>/<cell>/<point>/`` and ``<measures_root>/<point>/``).
@@ -37,7 +37,7 @@ class PointJob(submitit.helpers.Checkpointable):
 
     def __call__(self, params_path: str, name: str, jobs: int = 1) -> dict[str, Any]:
         for stage in (
-            ["geolib.models.grid", "--params", params_path, "sweep", "train"],
+            ["geolib.models.designs", "sweep", "--params", params_path, "train"],
             ["geolib.experiments.sweep", "--params", params_path, "measure"],
         ):
             subprocess.run([sys.executable, "-m", *stage, name, "--jobs", str(jobs)], check=True)

@@ -5,19 +5,20 @@ sweep's cells) and trains one of them by name, as its DVC stage does.
     python -m geolib.models.designs DESIGN train NAME            # stage STAGE@NAME
     python -m geolib.models.designs DESIGN --params FILE names   # another parameters file
     python -m geolib.models.designs sweep train CELL --jobs 2    # a cell's points, 2 at a time
+    python -m geolib.models.designs sweep train POINT            # one point of the sweep
 
 The designs (:data:`DESIGNS`): ``ladder``, the ladder of model sizes (stage ``ladder_train``);
 ``replicas``, the seed replicates of the default models (``train_replica``); ``length``, the
 training-length study (``length_train``); ``saturation``, claim B6's runs
 (``saturation_train``); ``sweep``, Paper B's grid, trained a cell at a time (``sweep_train``:
 a cell is one size at one batch size, its points trained one after another, the smaller
-budgets branched from the largest). A named run is built by its design and trained by
-:func:`~geolib.models.train.train` (:func:`~geolib.models.train.named_runs_main`); a cell is
-trained by its design's own ``trainer``. Each design's module is imported only when it is asked
-for, so that a stage reaches (and depends on) its own design's code alone: an edit to one design
-retrains no other. An edit to this module reruns every training stage, which finds its runs
-finished and leaves them (a run's identity is its configuration, data and training code:
-:mod:`geolib.models.resume`).
+budgets branched from the largest), or one point by name (a cluster job). A named run is built
+by its design and trained by :func:`~geolib.models.train.train`
+(:func:`~geolib.models.train.named_runs_main`); a cell is trained by its design's own
+``trainer``. Each design's module is imported only when it is asked for, so that a stage reaches
+(and depends on) its own design's code alone: an edit to one design retrains no other. An edit
+to this module reruns every training stage, which finds its runs finished and leaves them (a
+run's identity is its configuration, data and training code: :mod:`geolib.models.resume`).
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ DESIGNS: dict[str, Design] = {
         "saturation_named_run",
     ),
     "sweep": Design(
-        "geolib.models.grid", "cell", "sweep_train", "cell_names", trainer="train_cell"
+        "geolib.models.grid", "cell", "sweep_train", "cell_names", trainer="train_unit"
     ),
 }
 

@@ -16,9 +16,10 @@ centre, each at every budget (section ``sweep`` of ``params.yaml``): the same de
 2D tokens, so a verdict can be read twice and checked for its dependence on training length.
 The saturation design (claim B6) is here too: its runs differ only in the block layout.
 
-    python -m geolib.models.grid sweep points               # the expansion of the factors
-    python -m geolib.models.grid sweep train POINT          # one point (cluster jobs, by hand)
+    python -m geolib.models.grid points                     # the expansion of the factors
+    python -m geolib.models.grid points --cells             # the cells of the expansion
     python -m geolib.models.designs sweep train CELL        # stage sweep_train@CELL
+    python -m geolib.models.designs sweep train POINT       # one point (cluster jobs, by hand)
     python -m geolib.models.designs saturation names        # the saturation runs
     python -m geolib.models.designs saturation train NAME   # stage saturation_train@NAME
 
@@ -38,7 +39,6 @@ import argparse
 import itertools
 import os
 import re
-import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
@@ -46,11 +46,9 @@ from pathlib import Path
 from typing import Any
 
 from geolib.config import checked_number, load_params
-from geolib.models import runs
 from geolib.models.branch import Branch, branch_problem
 from geolib.models.train import train
 from geolib.models.train_config import TrainConfig, lr_at, merged_config
-from geolib.stage import add_jobs_option
 
 #: fewest optimizer steps a point may train (fewer and W barely leaves its initialisation)
 MIN_STEPS = 10
@@ -287,7 +285,7 @@ def check_points_listed(spec: Mapping[str, Any]) -> list[str]:
         extra, absent = sorted(set(listed) - set(names)), sorted(set(names) - set(listed))
         raise ValueError(
             "sweep.points differs from the expansion of the factors (run `python -m "
-            f"geolib.models.grid sweep points`): listed but not designed {extra}, designed but "
+            f"geolib.models.grid points`): listed but not designed {extra}, designed but "
             f"not listed {absent}" + ("" if extra or absent else "; the order differs")
         )
     return names
@@ -443,6 +441,30 @@ def train_cell(
     return groups[cell]
 
 
+def train_unit(
+    params_path: str | Path,
+    name: str,
+    *,
+    jobs: int = 1,
+    log=print,
+    supersede_into: str | None = None,
+) -> list[str]:
+    """Train ``name``, a cell (:func:`train_cell`: stage ``sweep_train@<cell>``) or one point
+    (:func:`train_point`: a cluster job, or by hand); return the points trained. The sweep's
+    ``trainer`` on the design command line (:mod:`geolib.models.designs`)."""
+    points = check_points_listed(load_params(params_path)["sweep"])
+    if name in cells(points):
+        return train_cell(params_path, name, jobs=jobs, log=log, supersede_into=supersede_into)
+    if name not in points:
+        raise KeyError(
+            f"{name!r} is neither a cell nor a point of the sweep; cells: {list(cells(points))}"
+        )
+    t0 = time.perf_counter()
+    train_point(params_path, name, jobs=jobs, supersede_into=supersede_into)
+    log(f"{name}: trained in {time.perf_counter() - t0:.0f} s")
+    return [name]
+
+
 # ----------------------------------------------------------------------------- saturation
 # Paper B's saturation design (claim B6): GPT-NeoX models that differ only in the block layout
 # (``parallel_residual``), at a few widths and seeds, trained long with dense checkpoints.
@@ -530,31 +552,20 @@ def saturation_named_run(params_path: str | Path, name: str) -> tuple[TrainConfi
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m geolib.models.grid", description=__doc__)
     parser.add_argument("--params", default="params.yaml")
-    design = parser.add_subparsers(dest="design", required=True)
-    sweep = design.add_parser("sweep", help="the sweep grid (claims B1-B5, B7, B8)")
-    sweep_cmd = sweep.add_subparsers(dest="command", required=True)
-    points = sweep_cmd.add_parser("points", help="print the expansion of the sweep's factors")
+    sub = parser.add_subparsers(dest="command", required=True)
+    points = sub.add_parser("points", help="print the expansion of the sweep's factors")
     points.add_argument("--bare", action="store_true", help="names only, one per line")
     points.add_argument(
         "--cells", action="store_true", help="the cells (training stages), one per line"
     )
-    train_one = sweep_cmd.add_parser("train", help="train one point (a cluster job, by hand)")
-    train_one.add_argument("point")
-    add_jobs_option(train_one)
-    runs.add_supersede_option(train_one)
     args = parser.parse_args(argv)
     params = load_params(args.params)
-    if args.command == "points":
-        check_grid(params)  # every point trainable at its budget, before anything runs
-        if args.cells:
-            print("\n".join(cells([p.name for p in expand(params["sweep"])])))
-        else:
-            for p in expand(params["sweep"]):
-                print(p.name if args.bare else f"    - {p.name}")
+    check_grid(params)  # every point trainable at its budget, before anything runs
+    if args.cells:
+        print("\n".join(cells([p.name for p in expand(params["sweep"])])))
     else:
-        t0 = time.perf_counter()
-        train_point(args.params, args.point, jobs=args.jobs, supersede_into=args.supersede_into)
-        print(f"{args.point}: trained in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+        for p in expand(params["sweep"]):
+            print(p.name if args.bare else f"    - {p.name}")
     return 0
 
 

@@ -82,6 +82,23 @@ def test_a_design_that_trains_its_units_gets_the_name_jobs_and_supersede_folder(
     assert calls == [(str(path), "c2", 3, "old")]
 
 
+def test_the_sweep_trains_a_cell_or_one_point_and_refuses_other_names(monkeypatch):
+    """The sweep's trainer: a cell trains its points (stage ``sweep_train@CELL``), a point
+    trains alone (a cluster job); any other name is refused with the cells named."""
+    from geolib.models import grid
+
+    done = []
+    monkeypatch.setattr(grid, "train_cell", lambda p, name, **kw: done.append(("cell", name)))
+    monkeypatch.setattr(grid, "train_point", lambda p, name, **kw: done.append(("point", name)))
+    path = ROOT / "params.yaml"
+    cell, point = PARAMS["sweep"]["cells"][0], PARAMS["sweep"]["points"][-1]
+    grid.train_unit(path, cell, log=lambda _: None)
+    assert grid.train_unit(path, point, log=lambda _: None) == [point]
+    assert done == [("cell", cell), ("point", point)]
+    with pytest.raises(KeyError, match="neither a cell nor a point"):
+        grid.train_unit(path, "S-b4-s0", log=lambda _: None)
+
+
 @pytest.mark.parametrize(("build", "trainer"), [(None, None), ("b", "t")])
 def test_a_design_is_built_or_trained_by_itself_not_both(build, trainer):
     with pytest.raises(ValueError, match="give build or trainer"):

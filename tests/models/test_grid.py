@@ -348,3 +348,11 @@ def test_budgets_expand_every_point_and_are_labelled_by_their_multiple():
         expand({**SPEC, "budgets": {"D": 0}})
     with pytest.raises(ValueError, match="budget must be a label"):
         Point("S", 8, 0.0, 0.001, 0.1, 0, budget="big")
+
+
+@pytest.mark.parametrize(
+    ("flags", "key"), [(["--bare"], "points"), (["--cells"], "cells")], ids=["points", "cells"]
+)
+def test_the_points_command_prints_the_expansion_the_lists_must_equal(capsys, flags, key):
+    assert grid.main(["--params", str(ROOT / "params.yaml"), "points", *flags]) == 0
+    assert capsys.readouterr().out.split() == PARAMS["sweep"][key]
