@@ -7,7 +7,7 @@ The rules that read them are in :mod:`geolib.verdicts.sweep_chapters`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar, Self
@@ -271,18 +271,20 @@ def excluding_words(counts: pd.DataFrame) -> str:
     )
 
 
-def tables_at_budgets(sweep: Mapping[str, Any], section: Any, load_tables: Any) -> dict[str, Any]:
-    """A sweep chapter's tables at each token budget: budget → ``load_tables(section at that
-    budget, that budget's points)``, from the analysis stage's ``<budget>/`` folder (what rules
-    v4 read). ``sweep``: the design (section ``sweep``)."""
-    return {b: load_tables(section.at_budget(b), points_at(sweep["points"], b)) for b in BUDGETS}
+def tables_at_budgets(
+    sweep: Mapping[str, Any], load: Callable[[str, list[str]], Any]
+) -> dict[str, Any]:
+    """A sweep chapter's tables at each token budget: budget → ``load(budget, that budget's
+    points)``, from its stages' ``<budget>/`` folders (what rules v4 read). ``sweep``: the
+    design (section ``sweep``)."""
+    return {b: load(b, points_at(sweep["points"], b)) for b in BUDGETS}
 
 
-def read_budgets(params_path: str | Path, section: Any, load_tables: Any) -> dict[str, Any]:
+def read_budgets(params_path: str | Path, load: Callable[[str, list[str]], Any]) -> dict[str, Any]:
     """:func:`tables_at_budgets` with the design read from the parameters file: the tables half
-    of a sweep chapter's ``read`` (:mod:`geolib.verdicts.chapters.interface`), its section being
-    the one ``read_section`` built and checked."""
-    return tables_at_budgets(stage_params(params_path, "sweep"), section, load_tables)
+    of a sweep chapter's ``read`` (:mod:`geolib.verdicts.chapters.interface`), ``load`` reading
+    them for the section ``read_section`` built and checked."""
+    return tables_at_budgets(stage_params(params_path, "sweep"), load)
 
 
 @dataclass(frozen=True)

@@ -235,7 +235,7 @@ def test_a_chapter_loads_its_tables_at_each_budget_and_the_grid_words_name_both(
     sweep = {**SWEEP, "budgets": {"D": 1, "2D": 2}, "points": points}
     setup = SweepSetup({"learned_margin": 0.25}, sweep)
     section = SimpleNamespace(at_budget=lambda b: f"section at {b}")
-    tables = tables_at_budgets(sweep, section, lambda at, pts: (at, pts))
+    tables = tables_at_budgets(sweep, lambda b, pts: (section.at_budget(b), pts))
     assert tables == {
         "D": ("section at D", ["S-b8-s0-tD", "S-b128-s0-tD"]),
         "2D": ("section at 2D", ["S-b8-s0-t2D", "S-b128-s0-t2D"]),

@@ -43,7 +43,7 @@ from geolib.measure.stats import (
     count_excluding,
 )
 from geolib.verdicts import sweep_v4
-from geolib.verdicts.budget_premise import BUDGETS, AtBudget
+from geolib.verdicts.budget_premise import AtBudget
 from geolib.verdicts.chapters.forgetting_section import CHANGES, Section
 from geolib.verdicts.chapters.interface import own_sections
 from geolib.verdicts.chapters.outcome_association import (
@@ -81,10 +81,11 @@ from geolib.verdicts.sweep_chapters import (
 )
 from geolib.verdicts.sweep_tables import (
     excluding_words,
+    read_budgets,
     row_where,
     unigram_entropy,
 )
-from geolib.verdicts.sweep_v4 import configuration, points_at, required
+from geolib.verdicts.sweep_v4 import configuration, required
 
 CHAPTER, ANCHOR = "forgetting_quantization", "verdict-b8"
 FAMILIES = ("forgetting", "quantization")
@@ -197,18 +198,17 @@ def read(
     section; rules v4 with it; the ``forgetting`` and ``quantization`` sections' v1 rules) and
     its tables at each token budget (:mod:`geolib.verdicts.chapters.interface`)."""
     section = read_section(params_path, overrides)
-    points = stage_params(params_path, "sweep")["points"]
-    return section, {
-        b: load_tables(
+    return section, read_budgets(
+        params_path,
+        lambda b, points: load_tables(
             section.out_dir["forgetting"],
             section.out_dir["quantization"],
-            points_at(points, b),
+            points,
             section.unigram_counts,
             section.w_premise,
             b,
-        )
-        for b in BUDGETS
-    }
+        ),
+    )
 
 
 def _row_check(rule: Rule, row: Any, stat: str, what: str) -> tuple[Verdict, str]:

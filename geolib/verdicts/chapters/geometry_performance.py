@@ -119,7 +119,7 @@ def read(
     rules v4 with it) and the sweep's tables at each token budget
     (:mod:`geolib.verdicts.chapters.interface`)."""
     section = read_section(params_path, overrides)
-    return section, read_budgets(params_path, section, load_tables)
+    return section, read_budgets(params_path, lambda b, pts: load_tables(section.at_budget(b), pts))
 
 
 # ---------------------------------------------------------------------------------------------
