@@ -21,15 +21,28 @@ stage leaves it out when it is undefined: *inconclusive*), or ``ran``: the path 
 means the runs the check reads were not made (*not yet run*). A path may name ``{fields}`` the
 chapter fills (residual isotropy's zeta, ``{change}``).
 
+A check may instead read an analysis stage's ``table`` (the sweep chapters' tables): the rows
+``where`` its columns match (a value; ``{not: v}``; ``{startswith: s}``), then the ``row``-th
+of them, ``each`` of them, or the one that must be there. An ``interval`` reads the row's
+``columns`` (value, low, high; default ``[value, ci_low, ci_high]``; ``skip_undefined``: rows
+whose value is missing are passed over); a ``count`` counts the rows whose column ``count`` is
+true, of all selected. ``label`` is the check in words (the row's fields, or ``k`` and ``n``,
+filled in); ``given`` names a premise the chapter computes (:data:`Premises`), with its
+arguments after the name (``"varies {outcome}"``): false, the check is *inconclusive* saying
+why.
+
     history = History.from_params(verdicts, "gradient_energy", section)
     history.verdicts(summary)   # {"A4": {"v1": Verdict, "v2": Verdict}, ...}
+    history.checks(tables=frames, premises=premises)   # {"B1": {"v1": [(Verdict, words)]}}
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
+
+import pandas as pd
 
 from geolib.verdicts.evidence import decide_clipped, decide_count, decide_interval
 from geolib.verdicts.rules import (
@@ -43,12 +56,18 @@ from geolib.verdicts.rules import (
 )
 
 KINDS = ("interval", "clipped", "count")
-KEYS = {
-    "rule", "kind", "at", "each", "premise", "premise_above", "fails", "absent", "ran",
-    "undefined",
-}  # fmt: skip
+#: the keys of a check on the stage's summary, and of one on its tables (beside rule and kind)
+SUMMARY_KEYS = {"at", "premise", "premise_above", "fails", "absent", "ran", "undefined"}
+TABLE_KEYS = {"table", "where", "row", "columns", "skip_undefined", "count", "given"}
+KEYS = {"rule", "kind", "each", "label"} | SUMMARY_KEYS | TABLE_KEYS
 #: what a check may declare of a number the summary lacks
 ABSENT = ("error", "undefined")
+#: how a table check's ``where`` may match a column beside equality
+MATCHES = ("not", "startswith")
+#: the premises a chapter computes for its table checks: name → ``(*args) -> (holds, why not)``
+Premises = Mapping[str, Callable[..., tuple[bool, str]]]
+#: a check decided, with what it measured in words
+Checked = tuple[Verdict, str]
 
 
 @dataclass(frozen=True)
@@ -65,11 +84,21 @@ class Check:
     absent: str = "error"
     ran: str | None = None
     undefined: str = "the stage left it undefined"
+    label: str = ""
+    table: str | None = None
+    where: Mapping[str, Any] = field(default_factory=dict)
+    row: int | None = None
+    columns: tuple[str, str, str] = ("value", "ci_low", "ci_high")
+    skip_undefined: bool = False
+    count: str | None = None
+    given: str | None = None
 
     def __post_init__(self) -> None:
         where = f"check of {self.rule}"
         if self.kind not in KINDS:
             raise ValueError(f"{where}: kind must be one of {KINDS}, got {self.kind!r}")
+        if self.table is not None:
+            self._check_table(where)
         if self.absent not in ABSENT:
             raise ValueError(f"{where}: absent must be one of {ABSENT}, got {self.absent!r}")
         if self.absent == "undefined" and self.kind == "count":
@@ -78,6 +107,20 @@ class Check:
             raise ValueError(f"{where}: a premise needs `fails` (why, in words)")
         if self.premise_above is not None and self.premise is None:
             raise ValueError(f"{where}: premise_above needs a premise")
+
+    def _check_table(self, where: str) -> None:
+        """What a check on a table may declare (errors name the check)."""
+        if self.kind == "clipped":
+            raise ValueError(f"{where}: a table check is an interval or a count")
+        if (self.kind == "count") != (self.count is not None):
+            raise ValueError(f"{where}: a count on a table names its `count` column, only it")
+        if len(self.columns) != 3:
+            raise ValueError(f"{where}: columns are [value, low, high], got {self.columns!r}")
+        if self.row is not None and (self.each or self.row < 0):
+            raise ValueError(f"{where}: `row` is one row (>= 0), not with `each`")
+        for column, match in self.where.items():
+            if isinstance(match, Mapping) and (not match or set(match) - set(MATCHES)):
+                raise ValueError(f"{where}: where.{column} is a value or some of {MATCHES}")
 
 
 def _path(at: str, fields: Mapping[str, Any]) -> list[str]:
@@ -153,6 +196,76 @@ def decide_check(
     return given_premise(rule, holds, check.fails.format(**d), decide)
 
 
+def _selected(check: Check, tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """The rows of the check's table it reads (an error names a table or column that lacks)."""
+    if check.table not in tables:
+        raise ValueError(f"{check.rule}: no table {check.table!r}; tables: {sorted(tables)}")
+    frame = tables[check.table]
+    keep = pd.Series(True, index=frame.index)
+    for column, match in check.where.items():
+        if column not in frame.columns:
+            raise ValueError(f"{check.rule}: table {check.table} has no column {column!r}")
+        values = frame[column]
+        if not isinstance(match, Mapping):
+            keep &= values == match
+            continue
+        if "not" in match:
+            keep &= values != match["not"]
+        if "startswith" in match:
+            keep &= values.astype(str).str.startswith(str(match["startswith"]))
+    rows = frame[keep]
+    if check.row is not None:
+        if check.row >= len(rows):
+            raise ValueError(
+                f"{check.rule}: {check.table} has {len(rows)} such rows, no row {check.row}"
+            )
+        rows = rows.iloc[[check.row]]
+    return rows
+
+
+def _given(check: Check, rule: Rule, premises: Premises, fields: Mapping[str, Any], decided):
+    """``decided`` after the check's named premise, its arguments filled from ``fields``."""
+    if check.given is None:
+        return decided
+    name, *args = check.given.format(**fields).split()
+    if name not in premises:
+        raise ValueError(f"{check.rule}: no premise {name!r}; premises: {sorted(premises)}")
+    holds, why = premises[name](*args)
+    return given_premise(rule, bool(holds), why, lambda: decided)
+
+
+def decide_table(
+    check: Check, rule: Rule, tables: Mapping[str, pd.DataFrame], premises: Premises
+) -> list[Checked]:
+    """``check`` on the stage's ``tables``: one decision per row it reads (a count: one), each
+    with its words, after its premise (module docstring)."""
+    rows = _selected(check, tables)
+    if check.kind == "count":
+        if check.count not in rows.columns:
+            raise ValueError(f"{check.rule}: table {check.table} has no column {check.count!r}")
+        k, n = int(rows[check.count].astype(bool).sum()), len(rows)
+        verdict = _given(check, rule, premises, {}, rule.decide(k, n))
+        return [(verdict, check.label.format(k=k, n=n))]
+    value, low, high = check.columns
+    if check.skip_undefined:
+        rows = rows[rows[value].notna()] if value in rows.columns else rows.iloc[:0]
+    if not check.each and len(rows) != 1:
+        raise ValueError(
+            f"{check.rule}: {len(rows)} rows of {check.table} where {dict(check.where)} "
+            "(expected one)"
+        )
+    out = []
+    for fields in rows.to_dict("records"):
+        missing = [c for c in (value, low, high) if c not in fields]
+        if missing:
+            raise ValueError(f"{check.rule}: table {check.table} has no columns {missing}")
+        verdict, words = decide_interval(
+            rule, fields[value], fields[low], fields[high], check.label.format(**fields)
+        )
+        out.append((_given(check, rule, premises, fields, verdict), words))
+    return out
+
+
 def combine(verdicts: list[Verdict]) -> Verdict:
     """One version's verdict from its checks': the one check's verdict as it is, or the
     combined status with every check's rule and reason."""
@@ -175,14 +288,27 @@ def _check(
     extra, lacking = set(spec) - KEYS, {"rule", "kind"} - set(spec)
     if extra or lacking:
         raise ValueError(f"{where}: unknown keys {sorted(extra)}, lacking {sorted(lacking)}")
-    if spec["rule"] not in section:
-        raise ValueError(f"{where}: the section lacks rule {spec['rule']!r}")
+    try:
+        params = _get(section, str(spec["rule"]).split("."))
+    except KeyError:
+        raise ValueError(f"{where}: the section lacks rule {spec['rule']!r}") from None
     if spec["rule"] not in rules:
         try:  # a malformed rule fails here, named by its key
-            rules[spec["rule"]] = rule_from_params(section[spec["rule"]])
+            rules[spec["rule"]] = rule_from_params(params)
         except ValueError as bad:
             raise ValueError(f"{chapter}.{spec['rule']}: {bad}") from None
-    return Check(**{**spec, "at": str(spec.get("at", ""))})
+    if "table" in spec and set(spec) & SUMMARY_KEYS:
+        raise ValueError(f"{where}: a table check takes none of {sorted(SUMMARY_KEYS)}")
+    if "table" not in spec and set(spec) & TABLE_KEYS:
+        raise ValueError(f"{where}: {sorted(set(spec) & TABLE_KEYS)} need a `table`")
+    return Check(
+        **{
+            **spec,
+            "at": str(spec.get("at", "")),
+            "where": dict(spec.get("where") or {}),
+            "columns": tuple(spec.get("columns", Check.columns)),
+        }
+    )
 
 
 @dataclass(frozen=True)
@@ -218,22 +344,58 @@ class History:
                 )
         return cls(versions, rules)
 
-    def verdicts(self, summary: Mapping[str, Any], **fields: Any) -> dict[str, dict[str, Verdict]]:
-        """Each claim's earlier verdicts on the stage's ``summary`` (``fields``: what its
-        paths name), ``{claim: {version: Verdict}}``."""
+    def checks(
+        self,
+        summary: Mapping[str, Any] | None = None,
+        *,
+        tables: Mapping[str, pd.DataFrame] | None = None,
+        premises: Premises | None = None,
+        **fields: Any,
+    ) -> dict[str, dict[str, list[Checked]]]:
+        """Each claim's earlier checks, decided in declared order on the stage's ``summary``
+        or ``tables`` (``fields``: what the summary's paths name; ``premises``: what the
+        table checks' ``given`` name), each with its words: ``{claim: {version: [(Verdict,
+        words)]}}``."""
+
+        def decided(c: Check) -> list[Checked]:
+            rule = self.rules[c.rule]
+            if c.table is not None:
+                return decide_table(c, rule, tables or {}, premises or {})
+            if summary is None:
+                raise ValueError(f"{c.rule}: a check on the summary, and no summary given")
+            return [(decide_check(c, rule, summary, fields), c.label or c.rule)]
+
         return {
             claim: {
-                version: combine(
-                    [decide_check(c, self.rules[c.rule], summary, fields) for c in checks]
-                )
+                version: [one for c in checks for one in decided(c)]
                 for version, checks in by_version.items()
             }
             for claim, by_version in self.versions.items()
         }
 
-    def statuses(self, summary: Mapping[str, Any], **fields: Any) -> dict[str, dict[str, str]]:
+    def verdicts(
+        self, summary: Mapping[str, Any] | None = None, **kw: Any
+    ) -> dict[str, dict[str, Verdict]]:
+        """Each claim's earlier verdicts (:meth:`checks`' combined), ``{claim: {version:
+        Verdict}}``."""
+        return {
+            claim: {
+                version: combine([v for v, _ in checked]) if checked else _none()
+                for version, checked in by_version.items()
+            }
+            for claim, by_version in self.checks(summary, **kw).items()
+        }
+
+    def statuses(
+        self, summary: Mapping[str, Any] | None = None, **kw: Any
+    ) -> dict[str, dict[str, str]]:
         """:meth:`verdicts`' statuses alone."""
         return {
             claim: {version: v.status for version, v in by_version.items()}
-            for claim, by_version in self.verdicts(summary, **fields).items()
+            for claim, by_version in self.verdicts(summary, **kw).items()
         }
+
+
+def _none() -> Verdict:
+    """A version whose table checks found no row: nothing was measured."""
+    return Verdict(NOT_RUN, "", "no row of the tables to decide on")

@@ -1,6 +1,7 @@
-"""The rules the three sweep chapters share (claims B1–B5, B7, B8): the v1 checks kept per claim,
-and what the v3 rules share (which models learned, the premise that an outcome varies beyond its
-seed noise, intervals decided as drawn, a row's claim). What they read is
+"""The rules the three sweep chapters share (claims B1–B5, B7, B8): a row with its v1 and v2
+checks beside it (declared as data, :mod:`geolib.verdicts.history`), and what the v3 rules
+share (which models learned, the premise that an outcome varies beyond its seed noise,
+intervals decided as drawn, a row's claim). What they read is
 :mod:`geolib.verdicts.sweep_tables`.
 
 What a chapter's section holds and checks
@@ -15,7 +16,7 @@ The chapters are ``geometry_performance`` (B1, B2, B7: geometry against performa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +26,7 @@ import pandas as pd
 from geolib.measure.geometry import ID_LOSS
 from geolib.measure.stats import proportion_ci, within_groups
 from geolib.verdicts.claims import PROSPECTIVE, Claim, history, scale_of_runs
-from geolib.verdicts.evidence import decide_interval
+from geolib.verdicts.history import Premises
 from geolib.verdicts.learners import Learners, learners
 from geolib.verdicts.markup import words
 from geolib.verdicts.rules import (
@@ -35,7 +36,6 @@ from geolib.verdicts.rules import (
     deciding_check,
     given_premise,
     robustness,
-    rule_from_params,
 )
 from geolib.verdicts.settled_premise import RULE_WORDS as PREMISE_RULE
 from geolib.verdicts.settled_premise import (
@@ -63,41 +63,9 @@ def seed_sd_interval(row: Any, change: Mapping[str, Any] | None = None) -> tuple
     return (row.ci_low, row.ci_high) if known else (row.ci_low_sd, row.ci_high_sd)
 
 
-class Checks:
-    """The v1 checks of each claim, in the order they were made: each rule of ``rules`` (the
-    section's ``verdict`` mapping) applied to an interval, kept under its claim."""
-
-    def __init__(self, rules: Mapping[str, Mapping[str, Any]], log: Callable = print) -> None:
-        self.rules = rules
-        self.log = log
-        self.by_claim: dict[str, list[tuple[Verdict, str]]] = {}
-
-    def decide(self, claim: str, key: str, estimate, low, high, what: str) -> Verdict:
-        """Apply rule ``key`` to ``estimate [low, high]`` and keep the result under ``claim``
-        (:func:`decide_interval`: an undefined interval is *inconclusive* with the reason)."""
-        verdict, text = decide_interval(
-            rule_from_params(self.rules[key]), estimate, low, high, what
-        )
-        self.add(claim, verdict, text)
-        self.log(f"{claim} · {key} · {verdict}")
-        return verdict
-
-    def add(self, claim: str, verdict: Verdict, what: str) -> None:
-        """Keep a check decided elsewhere (a count, a premise) under ``claim``."""
-        self.by_claim.setdefault(claim, []).append((verdict, what))
-
-    def __getitem__(self, claim: str) -> list[tuple[Verdict, str]]:
-        return self.by_claim[claim]
-
-    def status(self, claim: str) -> str:
-        """v1's combined status of ``claim``."""
-        return combine_statuses(v.status for v, _ in self.by_claim[claim])
-
-    def summary(self, claim: str) -> tuple[str, str, str]:
-        """v1's combined status, key number (the first check) and every check in words."""
-        rows = self.by_claim[claim]
-        detail = "; ".join(f"{what} → {v.status}" for v, what in rows)
-        return self.status(claim), rows[0][1], detail
+def listed(checks: Sequence[tuple[Verdict, str]]) -> str:
+    """Checks in words, each with its status: ``"what → status; ..."``."""
+    return "; ".join(f"{what} → {v.status}" for v, what in checks)
 
 
 #: how :func:`geolib.verdicts.rules.given_premise` begins the reason of a premise that failed
@@ -125,7 +93,7 @@ class Decision:
 
     def words(self) -> str:
         """Every check with its status, then each premise that failed (once)."""
-        checks = "; ".join(f"{what} → {v.status}" for v, what in self.checks) or self.key
+        checks = listed(self.checks) or self.key
         failed = dict.fromkeys(v.reason for v, _ in self.checks if v.reason.startswith(PREMISE))
         return "; ".join([checks, *failed])
 
@@ -293,7 +261,7 @@ def sweep_claim(
     claim: str,
     chapter: str,
     decision: Decision,
-    v1: Checks,
+    v1: Sequence[tuple[Verdict, str]],
     *,
     v2: str,
     spec: Mapping[str, Any],
@@ -317,7 +285,6 @@ def sweep_claim(
     ``extra`` words, the premise, who learned (``who``), the ``counts`` of intervals that
     exclude their estimate (:func:`excluding_words`) and v1's checks. Its scale states the
     paper's (``paper_scale``) beside ours."""
-    v1_status, _, v1_detail = v1.summary(claim)
     status, key, alts = premised_row(premise, decision.status, decision.key_number, alternatives)
     return Claim(
         claim,
@@ -325,13 +292,13 @@ def sweep_claim(
         key,
         chapter,
         f"v3: {decision.words()}.{extra} {premise_words(premise)}. {learned_text(who)}. "
-        f"{counts}. v1: {v1_detail}",
+        f"{counts}. v1: {listed(v1)}",
         anchor=anchor,
         rule=f"{rule}; {PREMISE_RULE}",
         unit=unit,
         robust=robustness(status, alts),
         post_hoc=post_hoc,
-        rule_v1=v1_status,
+        rule_v1=combine_statuses(v.status for v, _ in v1),
         rule_v2=v2,
         revision=words(spec["revision"]),
         scale=f"{scale_of_runs(tables.scale_runs())}; {paper_scale}",
@@ -342,15 +309,15 @@ def sweep_claim(
 
 @dataclass(frozen=True)
 class BudgetRows:
-    """What a sweep chapter's claim rows at one budget share (:func:`budget_rows`): v1's checks,
-    v2's statuses, who learned, the premise, the paper's scale and the ``counts`` of intervals
-    that exclude their estimate. :meth:`row` is :func:`sweep_claim` with them filled in."""
+    """What a sweep chapter's claim rows at one budget share (:func:`budget_rows`): the v1 and
+    v2 checks of each claim (``earlier``: ``{claim: {version: [(Verdict, words)]}}``), who
+    learned, the premise, the paper's scale and the ``counts`` of intervals that exclude their
+    estimate. :meth:`row` is :func:`sweep_claim` with them filled in."""
 
     chapter: str
     anchors: Mapping[str, str]
     tables: SweepTables
-    v1: Checks
-    v2: Mapping[str, str]
+    earlier: Mapping[str, Mapping[str, Sequence[tuple[Verdict, str]]]]
     who: Learners
     premise: WPremise
     paper_scale: str
@@ -371,8 +338,8 @@ class BudgetRows:
             claim,
             self.chapter,
             decision,
-            self.v1,
-            v2=self.v2[claim],
+            self.earlier[claim]["v1"],
+            v2=combine_statuses(v.status for v, _ in self.earlier[claim]["v2"]),
             spec=spec,
             tables=self.tables,
             who=self.who,
@@ -390,19 +357,19 @@ def budget_rows(
     anchors: Mapping[str, str],
     tables: ChapterTables,
     section: SweepSection,
-    v1_checks: Callable[[Any, Any], Checks],
-    v2_statuses: Callable[[Any, Any, Checks], Mapping[str, str]],
+    premises: Premises,
     interval_tables: Sequence[str],
+    derived: Mapping[str, pd.DataFrame] | None = None,
 ) -> BudgetRows:
-    """A chapter's :class:`BudgetRows` from its ``v1_checks`` and ``v2_statuses`` and the
-    tables whose intervals it counts (``interval_tables``, :func:`excluding`)."""
-    v1 = v1_checks(tables, section)
+    """A chapter's :class:`BudgetRows`: its v1 and v2 rules (the section's rule history) on
+    the sweep's tables and the chapter's ``derived`` ones, with the ``premises`` their checks
+    name, and the tables whose intervals it counts (``interval_tables``, :func:`excluding`)."""
+    frames = {**tables.sweep.frames(), **(derived or {})}
     return BudgetRows(
         chapter,
         anchors,
         tables.sweep,
-        v1,
-        v2_statuses(tables, section, v1),
+        section.earlier_rules().checks(tables=frames, premises=premises),
         learned(tables, section),
         settled(tables, section),
         section.w_premise.paper_scale,

@@ -8,7 +8,7 @@ The rules that read them are in :mod:`geolib.verdicts.sweep_chapters`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
@@ -18,6 +18,7 @@ import pandas as pd
 from geolib.config import stage_params
 from geolib.measure.stats import count_excluding, entropy_of_counts
 from geolib.verdicts.budget_premise import BUDGETS
+from geolib.verdicts.history import History
 from geolib.verdicts.schema import Field, learned_margin, require, v3_fields
 from geolib.verdicts.settled_premise import PremiseSpec, read_study
 from geolib.verdicts.sweep_v4 import V4, configuration, points_at, required, v4_of
@@ -129,6 +130,11 @@ class SweepTables:
             spread=read("spread.csv").set_index("outcome"),
             init_moves=read("init_moves.csv"),
         )
+
+    def frames(self) -> dict[str, pd.DataFrame]:
+        """The tables by name, as the rule history's table checks read them
+        (:mod:`geolib.verdicts.history`)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "folder"}
 
     @property
     def ood(self) -> list[str]:
@@ -299,6 +305,8 @@ class SweepSection:
     ``v2.<claim>.decide``), ``V3_RULES`` (v3 mapping → the rules it holds) and what no schema
     states (:meth:`check_v2`)."""
 
+    #: the chapter whose rule history (``verdicts.history.<CHAPTER>``) the section holds
+    CHAPTER: ClassVar[str] = ""
     V1_RULES: ClassVar[Sequence[str]] = ()
     V2_FIELDS: ClassVar[Sequence[Field]] = ()
     V2_RULES: ClassVar[Sequence[str]] = ()
@@ -316,6 +324,8 @@ class SweepSection:
     w_premise: PremiseSpec
     #: rules v4 (``sweep_v4``: one verdict over both budgets), absent from a v3-only section
     v4: V4 | None = field(default=None, kw_only=True)
+    #: the chapter's v1 and v2 rules, declared as data (:mod:`geolib.verdicts.history`)
+    history: History | None = field(default=None, kw_only=True, repr=False)
 
     @classmethod
     def schema(cls) -> tuple[Field, ...]:
@@ -359,7 +369,14 @@ class SweepSection:
             w_premise=PremiseSpec.from_params(v3["w_premise"]),
             **{key: dict(section[key]) for key in cls.V3_RULES},
             v4=v4_of(section),
+            history=History.from_params(verdicts, cls.CHAPTER, section) if cls.CHAPTER else None,
         )
+
+    def earlier_rules(self) -> History:
+        """The chapter's v1 and v2 rules, or an error saying the section has none."""
+        if self.history is None:
+            raise ValueError(f"{type(self).__name__} names no chapter, so no rule history")
+        return self.history
 
     def v4_rules(self) -> V4:
         """Rules v4, or an error saying the section has none."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from geolib.config import load_params
@@ -141,6 +143,141 @@ def test_a_version_combines_its_checks_and_an_empty_set_of_models_is_not_run():
     assert combine([one]) is one
     each = history({"X": {"v2": [{"rule": "half", "kind": "clipped", "at": "m", "each": True}]}})
     assert each.verdicts({"m": {}})["X"]["v2"].status == NOT_RUN
+
+
+# ---------------------------------------------------------------------------------------------
+# Checks on an analysis stage's tables
+# ---------------------------------------------------------------------------------------------
+
+GAPS = pd.DataFrame(
+    {
+        "outcome": ["ood_a", "ood_b", "ood_mean"],
+        "kind": ["w_rank", "w_rank_per_width", "w_rank"],
+        "gap": [0.7, 0.2, 0.6],
+        "ci_low": [0.6, 0.1, np.nan],
+        "ci_high": [0.8, 0.3, np.nan],
+    }
+)
+
+
+def test_a_table_check_decides_each_row_it_selects_in_order_with_its_words():
+    each = {
+        "rule": "half",
+        "kind": "interval",
+        "table": "gaps",
+        "each": True,
+        "where": {"outcome": {"not": "ood_mean"}},
+        "columns": ["gap", "ci_low", "ci_high"],
+        "label": "gap, {outcome}",
+    }
+    h = history({"X": {"v1": [each]}})
+    checked = h.checks(tables={"gaps": GAPS})["X"]["v1"]
+    assert [(v.status, w) for v, w in checked] == [
+        (REPRODUCED, "gap, ood_a: 0.7 [0.6, 0.8]"),
+        (NOT_REPRODUCED, "gap, ood_b: 0.2 [0.1, 0.3]"),
+    ]
+    assert h.statuses(tables={"gaps": GAPS}) == {"X": {"v1": PARTLY}}
+    # several conditions on one column; rows without a value passed over when declared
+    both = {**each, "where": {"kind": {"startswith": "w_", "not": "w_rank_per_width"}}}
+    v = history({"X": {"v1": [both]}}).checks(tables={"gaps": GAPS})["X"]["v1"]
+    assert [w for _, w in v] == ["gap, ood_a: 0.7 [0.6, 0.8]", "gap, ood_mean: 0.6 [nan, nan]"]
+    assert v[1][0].status == INCONCLUSIVE  # an undefined interval decides nothing
+    skip = history({"X": {"v1": [{**both, "columns": ["ci_low", "ci_low", "ci_high"],
+                                  "skip_undefined": True}]}})  # fmt: skip
+    assert len(skip.checks(tables={"gaps": GAPS})["X"]["v1"]) == 1
+    # nothing selected: the version measured nothing
+    none = history({"X": {"v1": [{**each, "where": {"outcome": "ood_c"}}]}})
+    assert none.checks(tables={"gaps": GAPS})["X"]["v1"] == []
+    assert none.statuses(tables={"gaps": GAPS})["X"]["v1"] == NOT_RUN
+
+
+def test_one_row_a_positional_row_and_a_count_of_rows():
+    one = {"rule": "half", "kind": "interval", "table": "gaps", "where": {"outcome": "ood_a"},
+           "columns": ["gap", "ci_low", "ci_high"], "label": "a"}  # fmt: skip
+    tables = {"gaps": GAPS}
+    assert history({"X": {"v1": [one]}}).statuses(tables=tables)["X"]["v1"] == REPRODUCED
+    second = {**one, "where": {"kind": "w_rank"}, "row": 1}
+    assert history({"X": {"v1": [second]}}).statuses(tables=tables)["X"]["v1"] == INCONCLUSIVE
+    with pytest.raises(ValueError, match=r"2 rows of gaps where \{'kind': 'w_rank'\}"):
+        history({"X": {"v1": [{**one, "where": {"kind": "w_rank"}}]}}).checks(tables=tables)
+    with pytest.raises(ValueError, match="gaps has 2 such rows, no row 2"):
+        history({"X": {"v1": [{**second, "row": 2}]}}).checks(tables=tables)
+    # 3 of 4 rows true: "most" (3/4) holds; 2 of 4 does not
+    cells = {"cells": pd.DataFrame({"u": [True, True, True, False]})}
+    count = {"rule": "most", "kind": "count", "table": "cells", "count": "u",
+             "label": "U-shaped: {k} of {n}"}  # fmt: skip
+    h = history({"X": {"v1": [count]}})
+    assert [(v.status, w) for v, w in h.checks(tables=cells)["X"]["v1"]] == [
+        (REPRODUCED, "U-shaped: 3 of 4")
+    ]
+    cells["cells"].loc[0, "u"] = False
+    assert h.statuses(tables=cells)["X"]["v1"] == NOT_REPRODUCED
+
+
+def test_a_named_premise_filled_from_the_row_makes_a_failed_check_inconclusive():
+    check = {"rule": "half", "kind": "interval", "table": "gaps", "each": True,
+             "where": {"outcome": {"not": "ood_mean"}}, "columns": ["gap", "ci_low", "ci_high"],
+             "label": "{outcome}", "given": "varies {outcome}"}  # fmt: skip
+    asked = []
+
+    def varies(outcome):
+        asked.append(outcome)
+        return outcome == "ood_a", f"{outcome} does not vary"
+
+    checked = history({"X": {"v2": [check]}}).checks(
+        tables={"gaps": GAPS}, premises={"varies": varies}
+    )["X"]["v2"]
+    assert asked == ["ood_a", "ood_b"]
+    assert checked[0][0].status == REPRODUCED
+    assert checked[1][0].status == INCONCLUSIVE
+    assert checked[1][0].reason == "premise fails: ood_b does not vary"
+    with pytest.raises(ValueError, match=r"no premise 'varies'; premises: \[\]"):
+        history({"X": {"v2": [check]}}).checks(tables={"gaps": GAPS})
+
+
+def test_a_malformed_table_check_or_a_missing_table_is_named():
+    ok = {"rule": "half", "kind": "interval", "table": "gaps", "each": True}
+    with pytest.raises(ValueError, match=r"a table check takes none of \['absent'"):
+        history({"X": {"v1": [{**ok, "at": "x"}]}})
+    with pytest.raises(ValueError, match=r"\['where'\] need a `table`"):
+        history({"X": {"v1": [{"rule": "half", "kind": "interval", "where": {"a": 1}}]}})
+    with pytest.raises(ValueError, match="a table check is an interval or a count"):
+        history({"X": {"v1": [{**ok, "kind": "clipped"}]}})
+    with pytest.raises(ValueError, match="names its `count` column"):
+        history({"X": {"v1": [{**ok, "kind": "count"}]}})
+    with pytest.raises(ValueError, match="columns are"):
+        history({"X": {"v1": [{**ok, "columns": ["gap"]}]}})
+    with pytest.raises(ValueError, match="`row` is one row"):
+        history({"X": {"v1": [{**ok, "row": 0}]}})
+    with pytest.raises(ValueError, match="where.outcome is a value or some of"):
+        history({"X": {"v1": [{**ok, "where": {"outcome": {"like": "o"}}}]}})
+    h = history({"X": {"v1": [{**ok, "where": {"colour": "red"}}]}})
+    with pytest.raises(ValueError, match="no table 'gaps'; tables: \\['other'\\]"):
+        h.checks(tables={"other": GAPS})
+    with pytest.raises(ValueError, match="table gaps has no column 'colour'"):
+        h.checks(tables={"gaps": GAPS})
+    value = history({"X": {"v1": [ok]}})  # default columns: value, ci_low, ci_high
+    with pytest.raises(ValueError, match=r"has no columns \['value'\]"):
+        value.checks(tables={"gaps": GAPS})
+    with pytest.raises(ValueError, match="a check on the summary, and no summary given"):
+        history({"X": {"v1": [{"rule": "half", "kind": "interval", "at": "x"}]}}).checks()
+
+
+def test_a_rule_may_be_a_dotted_key_of_the_section():
+    nested = {"verdict": {"half": HALF}, "v2": {"X": {"decide": THREE_IN_FOUR}}}
+    h = history(
+        {
+            "X": {
+                "v1": [{"rule": "verdict.half", "kind": "interval", "at": "x"}],
+                "v2": [{"rule": "v2.X.decide", "kind": "count", "at": "c"}],
+            }
+        },  # fmt: skip
+        nested,
+    )
+    summary = {"x": {"value": 0.7, "low": 0.6, "high": 0.9}, "c": {"successes": 1, "n_units": 2}}
+    assert h.statuses(summary) == {"X": {"v1": REPRODUCED, "v2": NOT_REPRODUCED}}
+    with pytest.raises(ValueError, match="the section lacks rule 'v2.Y.decide'"):
+        history({"X": {"v1": [{"rule": "v2.Y.decide", "kind": "count", "at": "c"}]}}, nested)
 
 
 def test_a_malformed_declaration_is_named_before_any_data_is_read():

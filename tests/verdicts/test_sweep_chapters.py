@@ -19,7 +19,6 @@ from geolib.verdicts.rules import (
     NOT_REPRODUCED,
     PARTLY,
     REPRODUCED,
-    combine_statuses,
     given_premise,
     rule_from_params,
 )
@@ -27,7 +26,6 @@ from geolib.verdicts.sections import section_of
 from geolib.verdicts.settled_premise import RULE_WORDS as PREMISE_RULE
 from geolib.verdicts.settled_premise import WPremise
 from geolib.verdicts.sweep_chapters import (
-    Checks,
     all_learned,
     cell_models,
     claim_text,
@@ -37,6 +35,7 @@ from geolib.verdicts.sweep_chapters import (
     enough_per_size,
     learned_models,
     learned_text,
+    listed,
     premised,
     seed_sd_interval,
     share_text,
@@ -140,24 +139,16 @@ def test_the_seed_sd_interval_and_its_declared_alternative():
     assert seed_sd_interval(row, {"seed_sd": "known"}) == (1.2, 2.8)
 
 
-def test_checks_keep_v1_per_claim_and_an_undefined_interval_is_inconclusive():
-    rules = {
-        "big": {"rule": "threshold", "threshold": 1.0, "reason": "B3: more than one sd"},
-    }
-    said = []
-    checks = Checks(rules, log=said.append)
-    v = checks.decide("B3", "big", 2.0, 1.5, 2.5, "erank W")
-    assert v.status == "reproduced" and said == [f"B3 · big · {v}"]
-    undefined = checks.decide("B3", "big", 2.0, np.nan, np.nan, "erank H")
-    assert undefined.status == "inconclusive" and "undefined" in undefined.reason
-    status, key, detail = checks.summary("B3")
-    assert status == checks.status("B3") == combine_statuses(["reproduced", "inconclusive"])
-    assert key == "erank W: 2 [1.5, 2.5]"
-    assert detail.startswith("erank W: 2 [1.5, 2.5] → reproduced; erank H: 2 [nan, nan]")
-    checks.add("B4", v, "a count")
-    assert checks["B4"] == [(v, "a count")]
-    with pytest.raises(KeyError):
-        checks.decide("B5", "no such rule", 1.0, 0.0, 2.0, "x")
+def test_checks_are_listed_in_words_each_with_its_status():
+    rule = rule_from_params({"rule": "threshold", "threshold": 1.0, "reason": "B3: above one"})
+    checks = [
+        decide_interval(rule, 2.0, 1.5, 2.5, "erank W"),
+        decide_interval(rule, 2.0, np.nan, np.nan, "erank H"),
+    ]
+    assert listed(checks) == (
+        "erank W: 2 [1.5, 2.5] → reproduced; erank H: 2 [nan, nan] → inconclusive"
+    )
+    assert listed([]) == ""
 
 
 def test_the_sweep_chapters_share_one_section():
@@ -249,11 +240,6 @@ def test_a_chapter_loads_its_tables_at_each_budget_and_the_grid_words_name_both(
 # ---------------------------------------------------------------------------------------------
 # What the v3 rules share
 # ---------------------------------------------------------------------------------------------
-
-
-def test_a_check_of_a_biased_bootstrap_is_kept_not_an_error():
-    checks = Checks({"b": {"rule": "threshold", "threshold": 0.5, "reason": "B2: x"}}, log=len)
-    assert checks.decide("B2", "b", 0.1, 0.2, 0.3, "x").status == NOT_REPRODUCED
 
 
 def test_a_decision_names_its_key_and_each_premise_that_failed_once():
@@ -452,8 +438,7 @@ def test_a_claim_row_in_words_and_the_rows_side_by_side():
 
 def test_a_sweep_claim_row_carries_v3_its_words_and_v1_and_v2():
     rule = {"rule": "threshold", "threshold": 0.5, "reason": "above a half"}
-    v1 = Checks({"b": rule})
-    v1.decide("B3", "b", 0.4, 0.3, 0.45, "share")
+    v1 = [decide_interval(rule_from_params(rule), 0.4, 0.3, 0.45, "share")]
     decision = combined([decide_interval(rule_from_params(rule), 0.8, 0.6, 0.9, "share")])
     models = pd.DataFrame(
         {"name": ["S-b8-s0-tD", "S-b8-s1-tD"], "params": [1000] * 2, "tokens": [5000] * 2}

@@ -35,6 +35,7 @@ from geolib.verdicts.budget_premise import AtBudget
 from geolib.verdicts.chapters.interface import own_section
 from geolib.verdicts.claims import Claim
 from geolib.verdicts.evidence import decide_interval
+from geolib.verdicts.history import Premises
 from geolib.verdicts.learners import Learners
 from geolib.verdicts.rules import (
     INCONCLUSIVE,
@@ -47,7 +48,6 @@ from geolib.verdicts.rules import (
 )
 from geolib.verdicts.schema import Field
 from geolib.verdicts.sweep_chapters import (
-    Checks,
     Decision,
     all_learned,
     budget_rows,
@@ -78,6 +78,7 @@ class Section(SweepSection):
     (:class:`~geolib.verdicts.sweep_tables.SweepSection`, which checks them) and each claim's v3
     mapping (B1's sign and looseness rules, B2's rule, B7's revision and alternatives)."""
 
+    CHAPTER = CHAPTER
     V1_RULES = V1_RULES
     V2_FIELDS = (Field("v2.B1", "mapping"), Field("v2.B7", "mapping"))
     V2_RULES = ("B1",)
@@ -277,72 +278,16 @@ def partials(
 
 
 # ---------------------------------------------------------------------------------------------
-# v1 and v2 (kept on each row)
-# ---------------------------------------------------------------------------------------------
-
-
-def v1_checks(tables: Tables, section: Section, log: Callable = lambda _: None) -> Checks:
-    """The v1 checks of B1, B2 and B7, over all models, as the tables hold them."""
-    t, checks = tables.sweep, Checks(section.verdict, log)
-    b1_ = t.predicts(ID_LOSS, "w_erank")
-    checks.decide(
-        "B1", "b1_loose", b1_.r2, b1_.r2_ci_low, b1_.r2_ci_high, "R²(ID test loss ~ erank W)"
-    )
-    for r in t.r2_gap[t.r2_gap.outcome != "loss_ood_mean"].itertuples():
-        checks.decide(
-            "B2", "b2_id_beats_rank", r.r2_gap, r.ci_low, r.ci_high, f"R² gap, {r.outcome}"
-        )
-    a, c = t.agreement.iloc[0], t.agreement.iloc[1]
-    checks.decide("B7", "b7_agree", a.value, a.ci_low, a.ci_high, "median |ρ| between W metrics")
-    p = t.prediction
-    rows = p[
-        (p.outcome == "loss_ood_mean")
-        & p.predictor.str.startswith("w_")
-        & (p.predictor != "w_erank_per_width")
-    ]
-    for r in rows.itertuples():
-        if pd.notna(r.partial_spearman):
-            lo, hi = r.partial_spearman_ci_low, r.partial_spearman_ci_high
-            what = f"partial ρ({r.predictor}, OOD | ID)"
-            checks.decide("B7", "b7_no_prediction", r.partial_spearman, lo, hi, what)
-    checks.decide(
-        "B7", "b7_h_varies_less", c.value, c.ci_low, c.ci_high, "CV(erank H) / CV(erank W)"
-    )
-    return checks
-
-
-def v2_statuses(tables: Tables, section: Section, v1: Checks) -> dict[str, str]:
-    """The v2 verdicts of B1, B2 and B7 (size held fixed where v2 held it, after v2's
-    premise that the outcome varies beyond its seed noise), over all models."""
-    t, ratio = tables.sweep, section.v2["premise_min_sd_ratio"]
-
-    def premised(rule: Any, outcome: str, est: Any, lo: Any, hi: Any, what: str) -> Verdict:
-        ok, why = t.varies(outcome, ratio)
-        return given_premise(rule, ok, why, lambda: decide_interval(rule, est, lo, hi, what)[0])
-
-    r = t.predicts(ID_LOSS, "w_erank", within=True)
-    b1_ = premised(
-        rule_from_params(section.v2["B1"]["decide"]), ID_LOSS, r.r2, r.r2_ci_low, r.r2_ci_high, "R²"
-    )
-    rule_b2 = rule_from_params(section.verdict["b2_id_beats_rank"])
-    b2_ = [
-        (premised(rule_b2, g.outcome, g.r2_gap, g.ci_low, g.ci_high, "R² gap"), g.outcome)
-        for g in t.r2_gap[t.r2_gap.outcome != "loss_ood_mean"].itertuples()
-    ]
-    rule_b7 = rule_from_params(section.verdict["b7_no_prediction"])
-    w = t.within
-    b7_ = [v1["B7"][0], v1["B7"][-1]]
-    for row in w[(w.outcome == "loss_ood_mean") & w.predictor.str.startswith("w_")].itertuples():
-        if pd.notna(getattr(row, "partial_spearman", np.nan)):
-            lo, hi = row.partial_spearman_ci_low, row.partial_spearman_ci_high
-            v = premised(rule_b7, "loss_ood_mean", row.partial_spearman, lo, hi, row.predictor)
-            b7_.append((v, row.predictor))
-    return {"B1": b1_.status, "B2": combined(b2_).status, "B7": combined(b7_).status}
-
-
-# ---------------------------------------------------------------------------------------------
 # v3
 # ---------------------------------------------------------------------------------------------
+
+
+def premises(tables: Tables, section: Section) -> Premises:
+    """What the v2 checks declared in ``verdicts.history`` name: ``varies OUTCOME``, the outcome
+    varies across all models within size beyond its seed noise
+    (:meth:`~geolib.verdicts.sweep_tables.SweepTables.varies`)."""
+    ratio = section.v2["premise_min_sd_ratio"]
+    return {"varies": lambda outcome: tables.sweep.varies(outcome, ratio)}
 
 
 def _premise(
@@ -480,7 +425,7 @@ RULE_WORDS = {
 def budget_verdicts(tables: Tables, section: Section) -> list[Claim]:
     """The chapter's claim rows (B1, B2, B7): each v3 verdict with its alternatives, and the v1
     and v2 verdicts beside it."""
-    at = budget_rows(CHAPTER, ANCHORS, tables, section, v1_checks, v2_statuses, BOOTSTRAP_TABLES)
+    at = budget_rows(CHAPTER, ANCHORS, tables, section, premises(tables, section), BOOTSTRAP_TABLES)
     by_size = rank_loss_by_size(tables, section, at.who.kept)
     sizes = ", ".join(
         f"{r.size} {r.spearman:+.2f} [{r.ci_low:+.2f}, {r.ci_high:+.2f}]"

@@ -12,12 +12,13 @@ v3 check counts only if every model it compares learned.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from geolib.measure.geometry import ID_LOSS
 from geolib.measure.stats import proportion_ci
@@ -30,7 +31,6 @@ from geolib.verdicts.learners import Learners
 from geolib.verdicts.rules import INCONCLUSIVE, NOT_RUN, Verdict, rule_from_params
 from geolib.verdicts.schema import Field
 from geolib.verdicts.sweep_chapters import (
-    Checks,
     Decision,
     all_learned,
     budget_rows,
@@ -76,6 +76,7 @@ class Section(SweepSection):
     B3 and B4 (:data:`V2_FIELDS`, :meth:`check_v2`) and each claim's v3 mapping (B3's U-shape
     rule)."""
 
+    CHAPTER = CHAPTER
     V1_RULES = V1_RULES
     V2_FIELDS = V2_FIELDS
     V2_RULES = ("B5",)
@@ -192,88 +193,32 @@ def _u_check(tables: Tables, section: Section, rule: Any) -> tuple[Verdict, str]
     return decide_interval(rule, p.fraction, p.low, p.high, what)
 
 
+def weak_by_size(tables: Tables, quantity: str, change: Mapping[str, Any] | None) -> pd.DataFrame:
+    """The lr effect on ``quantity`` in each size (``effects_by_size.csv``) with its interval in
+    seed-sd units (:func:`seed_sd_interval`) and whether it is ``weak``: its interval contains
+    0, or its sign differs from the pooled effect's. One row per size."""
+    pooled = tables.sweep.effect("lr", quantity)
+    by = tables.sweep.effects_by_size
+    rows = []
+    for r in by[(by.factor == "lr") & (by.quantity == quantity)].itertuples():
+        lo, hi = seed_sd_interval(r, change)
+        weak = lo <= 0 <= hi or np.sign(r.effect_sd) != np.sign(pooled.effect_sd)
+        rows.append({"size": r.size, "effect_sd": r.effect_sd, "low": lo, "high": hi, "weak": weak})
+    return pd.DataFrame(rows, columns=["size", "effect_sd", "low", "high", "weak"])
+
+
 def _weak_by_size(
     tables: Tables, rule: Any, quantity: str, change: Mapping[str, Any] | None, level: float
 ) -> tuple[Verdict, str]:
-    """B5's geometry half (v2): in each size the lr effect on ``quantity`` is weak or
-    inconsistent (its interval contains 0, or its sign differs from the pooled effect's)."""
-    pooled = tables.sweep.effect("lr", quantity)
-    by = tables.sweep.effects_by_size
-    rows = by[(by.factor == "lr") & (by.quantity == quantity)]
-    weak, per = [], []
-    for r in rows.itertuples():
-        lo, hi = seed_sd_interval(r, change)
-        weak.append(bool(lo <= 0 <= hi or np.sign(r.effect_sd) != np.sign(pooled.effect_sd)))
-        per.append(f"{r.size} {r.effect_sd:.3g} [{lo:.3g}, {hi:.3g}]")
-    v = rule.decide(sum(weak), len(weak))
-    share = share_text(sum(weak), len(weak), level)
-    return v, f"lr effect on {quantity} per size (seed sd): {', '.join(per)}; weak in {share}"
-
-
-# ---------------------------------------------------------------------------------------------
-# v1 and v2 (kept on each row)
-# ---------------------------------------------------------------------------------------------
-
-
-def v1_checks(tables: Tables, section: Section, log: Callable = lambda _: None) -> Checks:
-    """The v1 checks of B3, B4 and B5 (the seed sd treated as known), as the tables hold them."""
-    t, checks = tables.sweep, Checks(section.verdict, log)
-    for claim, key, factor, q in (
-        ("B3", "b3_batch_rank", "batch_size", "w_erank"),
-        ("B4", "b4_wd_rank", "weight_decay", "w_erank"),
-        ("B5", "b5_lr_loss", "lr", ID_LOSS),
-        ("B5", "b5_lr_rank", "lr", "w_erank"),
-    ):
-        e = t.effect(factor, q)
-        what = f"{q}, {factor} {e.low:g}→{e.high:g} (seed sd)"
-        checks.decide(claim, key, e.effect_sd, e.ci_low, e.ci_high, what)
-        if key == "b3_batch_rank":
-            u = t.u_shape
-            k, n = int(u["u_shaped"].astype(bool).sum()), len(u)
-            checks.add(
-                "B3",
-                rule_from_params(section.verdict["b3_u_shape"]).decide(k, n),
-                f"U-shaped cells: {k} of {n}",
-            )
-        if key == "b4_wd_rank":
-            i = t.interactions[t.interactions.factor == "weight_decay"].iloc[0]
-            what = f"wd effect on ID loss, {i.levels} (seed sd)"
-            checks.decide("B4", "b4_wd_loss_by_size", i.interaction_sd, i.ci_low, i.ci_high, what)
-    return checks
-
-
-def v2_statuses(tables: Tables, section: Section, v1: Checks) -> dict[str, str]:
-    """The v2 verdicts of B3, B4 and B5, as v2 decided them (every model in)."""
-    rule = {k: rule_from_params(section.verdict[k]) for k in V1_RULES}
-    b3_ = premised(
-        rule["b3_batch_rank"],
-        [moved(tables, section)],
-        _effect_check(tables, rule["b3_batch_rank"], "batch_size", "w_erank", None),
+    """B5's geometry half: in each size the lr effect on ``quantity`` is weak or inconsistent
+    (:func:`weak_by_size`), in enough of the sizes for ``rule``."""
+    sizes = weak_by_size(tables, quantity, change)
+    k, n = int(sizes["weak"].sum()), len(sizes)
+    per = [f"{r.size} {r.effect_sd:.3g} [{r.low:.3g}, {r.high:.3g}]" for r in sizes.itertuples()]
+    share = share_text(k, n, level)
+    return rule.decide(k, n), (
+        f"lr effect on {quantity} per size (seed sd): {', '.join(per)}; weak in {share}"
     )
-    wd = [in_paper_range(tables, section)]
-    b4_ = [
-        premised(
-            rule["b4_wd_rank"],
-            wd,
-            _effect_check(tables, rule["b4_wd_rank"], "weight_decay", "w_erank", None),
-        ),
-        premised(
-            rule["b4_wd_loss_by_size"],
-            wd,
-            _interaction_check(tables, rule["b4_wd_loss_by_size"], None),
-        ),
-    ]
-    b5_ = [
-        _effect_check(tables, rule["b5_lr_loss"], "lr", ID_LOSS, None),
-        _weak_by_size(
-            tables, rule_from_params(section.v2["B5"]["decide"]), "w_erank", None, section.level
-        ),
-    ]
-    return {
-        "B3": combined([b3_, v1["B3"][-1]]).status,
-        "B4": combined(b4_).status,
-        "B5": combined(b5_).status,
-    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -381,7 +326,12 @@ def alternatives(tables: Tables, section: Section, claim: str) -> dict[str, str]
 def budget_verdicts(tables: Tables, section: Section) -> list[Claim]:
     """The chapter's claim rows (B3, B4, B5): each v3 verdict with its alternatives, and the v1
     and v2 verdicts beside it."""
-    at = budget_rows(CHAPTER, ANCHORS, tables, section, v1_checks, v2_statuses, EFFECT_TABLES)
+    premises = {
+        "moved": lambda: moved(tables, section),
+        "in_paper_range": lambda: in_paper_range(tables, section),
+    }
+    derived = {"lr_rank_by_size": weak_by_size(tables, "w_erank", None)}
+    at = budget_rows(CHAPTER, ANCHORS, tables, section, premises, EFFECT_TABLES, derived)
     describe = {k: rule_from_params(section.verdict[k]).describe() for k in V1_RULES}
     rules = {
         "B3": {

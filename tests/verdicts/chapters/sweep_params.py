@@ -4,9 +4,17 @@ bootstrap)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from geolib.config import load_params
+
+PARAMS = Path(__file__).resolve().parents[3] / "params.yaml"
+#: the top-level ``verdicts`` section the sections read: who learned (margin 0.25 nats) and the
+#: committed rule history, so that the tests run the v1 and v2 rules as declared
+VERDICTS = {"learned_margin": 0.25, "history": load_params(PARAMS)["verdicts"]["history"]}
 
 
 def rule_params(**kw: Any) -> dict[str, Any]:

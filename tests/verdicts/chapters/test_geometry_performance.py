@@ -22,7 +22,7 @@ from geolib.verdicts.rules import (
 from geolib.verdicts.sweep_tables import (
     SweepTables,
 )
-from tests.verdicts.chapters.sweep_params import SHARED, rule_params, study
+from tests.verdicts.chapters.sweep_params import SHARED, VERDICTS, rule_params, study
 
 ENTROPY = 6.0  # every loss below 5.75 learned (margin 0.25)
 
@@ -59,7 +59,7 @@ SECTION = {
     },
     "b7_v3": {"revision": "learned", "alternatives": {"over all models": {"within": False}}},
 }
-SEC = gp.Section.from_params(SECTION, {"learned_margin": 0.25})
+SEC = gp.Section.from_params(SECTION, VERDICTS)
 
 
 def _models(n: int, seed: int = 0, **columns) -> pd.DataFrame:
@@ -396,18 +396,14 @@ def test_the_committed_section_parses_and_bad_sections_are_named():
     with pytest.raises(ValueError, match="learned_margin"):
         gp.Section.from_params(SECTION)
     with pytest.raises(ValueError, match="b2_v3.revision is missing"):
-        gp.Section.from_params(
-            {k: v for k, v in SECTION.items() if k != "b2_v3"}, {"learned_margin": 0.25}
-        )
+        gp.Section.from_params({k: v for k, v in SECTION.items() if k != "b2_v3"}, VERDICTS)
     bad = {**SECTION, "b1_v3": {**SECTION["b1_v3"], "sign": {"rule": "threshold", "reason": "x"}}}
     with pytest.raises(ValueError, match=r"b1_v3\.sign: rule 'threshold': missing field"):
-        gp.Section.from_params(bad, {"learned_margin": 0.25})
+        gp.Section.from_params(bad, VERDICTS)
     with pytest.raises(ValueError, match=r"n_boot must be in \[100, inf\]: 10"):
-        gp.Section.from_params({**SECTION, "n_boot": 10}, {"learned_margin": 0.25})
+        gp.Section.from_params({**SECTION, "n_boot": 10}, VERDICTS)
     with pytest.raises(ValueError, match="revision"):
-        gp.Section.from_params(
-            {**SECTION, "b7_v3": {"alternatives": {"a": {}}}}, {"learned_margin": 0.25}
-        )
+        gp.Section.from_params({**SECTION, "b7_v3": {"alternatives": {"a": {}}}}, VERDICTS)
 
 
 def test_partials_on_a_handful_of_models_are_computed_without_error():

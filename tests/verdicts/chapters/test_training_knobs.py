@@ -19,7 +19,7 @@ from geolib.verdicts.sweep_tables import (
     SweepTables,
 )
 from geolib.verdicts.sweep_v4 import V4
-from tests.verdicts.chapters.sweep_params import SHARED, rule_params, study
+from tests.verdicts.chapters.sweep_params import SHARED, VERDICTS, rule_params, study
 
 SIDES = {"seed sd treated as known": {"seed_sd": "known"}, "sigma^2": {"quantity": "w_erank_sq"}}
 SECTION = {
@@ -49,7 +49,7 @@ SECTION = {
     "b4_v3": {"revision": "learned", "alternatives": SIDES},
     "b5_v3": {"revision": "learned", "alternatives": SIDES},
 }
-SEC = tk.Section.from_params(SECTION, {"learned_margin": 0.25})
+SEC = tk.Section.from_params(SECTION, VERDICTS)
 ENTROPY = 6.0  # a loss of 5 learned (margin 0.25)
 
 
@@ -261,7 +261,7 @@ def test_the_committed_section_parses_and_bad_sections_are_named():
     params = stage_params("params.yaml", "geometry_performance")
     section = tk.Section.from_params(params, stage_params("params.yaml", "verdicts"))
     assert section.b3_v3["u_shape"]["no_effect"] == pytest.approx(1 / 3, abs=1e-3)
-    margin = {"learned_margin": 0.25}
+    margin = VERDICTS
     with pytest.raises(ValueError, match="paper_weight_decay"):
         tk.Section.from_params(
             {**SECTION, "v2": {**SECTION["v2"], "paper_weight_decay": [0.1]}}, margin
