@@ -40,7 +40,7 @@ import itertools
 import os
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -401,29 +401,52 @@ def train_point(
     )
 
 
-def train_cell(
+def train_unit(
     params_path: str | Path,
-    cell: str,
+    name: str,
     *,
     jobs: int = 1,
     log=print,
     supersede_into: str | None = None,
 ) -> list[str]:
-    """Train every point of ``cell`` (stage ``sweep_train@<cell>``), one after another, each
-    as :func:`train_point`; return the points' names. A point that branches
+    """Train ``name``, a cell (stage ``sweep_train@<cell>``: its points one after another,
+    :func:`_train_cell`) or one point (a cluster job, or by hand), each as :func:`train_point`;
+    return the points trained. The sweep's ``trainer`` on the design command line
+    (:mod:`geolib.models.designs`). A point's job reads only ``sweep.points``; a cell's also
+    checks ``sweep.cells``, the stages' names."""
+    params = load_params(params_path)
+    points = check_points_listed(params["sweep"])
+    common = {"jobs": jobs, "supersede_into": supersede_into}
+    if name in cells(points):
+        group = check_cells_listed(params["sweep"])[name]
+        _train_cell(params_path, params, group, log, common)
+        return group
+    if name not in points:
+        raise KeyError(
+            f"{name!r} is neither a cell nor a point of the sweep; cells: {list(cells(points))}"
+        )
+    t0 = time.perf_counter()
+    train_point(params_path, name, **common)
+    log(f"{name}: trained in {time.perf_counter() - t0:.0f} s")
+    return [name]
+
+
+def _train_cell(
+    params_path: str | Path,
+    params: Mapping[str, Any],
+    names: list[str],
+    log: Callable[[str], Any],
+    common: Mapping[str, Any],
+) -> None:
+    """Train the points ``names`` of one cell in listed order. A point that branches
     (:func:`branch_plan`) trains when the point it branches from has reached the branch's
     step, which then goes on to its end."""
-    params = load_params(params_path)
-    groups = check_cells_listed(params["sweep"])
-    if cell not in groups:
-        raise KeyError(f"{cell!r} is not a cell of the sweep; cells: {list(groups)}")
-    plan = branch_plan(params, groups[cell])
+    plan = branch_plan(params, names)
     kids: dict[str, list[tuple[int, str]]] = {}
     for kid, (parent, step) in plan.items():
         kids.setdefault(parent, []).append((step, kid))
     spec = params["sweep"]
-    common = dict(jobs=jobs, supersede_into=supersede_into)
-    for name in groups[cell]:
+    for name in names:
         if name in plan:
             continue  # trained from its parent's checkpoint, below
         t0 = time.perf_counter()
@@ -438,31 +461,6 @@ def train_cell(
             log(f"{kid}: trained in {took:.0f} s (from {name} at step {step})")
         train_point(params_path, name, also_checkpoint=also, **common)
         log(f"{name}: trained in {time.perf_counter() - t0:.0f} s")
-    return groups[cell]
-
-
-def train_unit(
-    params_path: str | Path,
-    name: str,
-    *,
-    jobs: int = 1,
-    log=print,
-    supersede_into: str | None = None,
-) -> list[str]:
-    """Train ``name``, a cell (:func:`train_cell`: stage ``sweep_train@<cell>``) or one point
-    (:func:`train_point`: a cluster job, or by hand); return the points trained. The sweep's
-    ``trainer`` on the design command line (:mod:`geolib.models.designs`)."""
-    points = check_points_listed(load_params(params_path)["sweep"])
-    if name in cells(points):
-        return train_cell(params_path, name, jobs=jobs, log=log, supersede_into=supersede_into)
-    if name not in points:
-        raise KeyError(
-            f"{name!r} is neither a cell nor a point of the sweep; cells: {list(cells(points))}"
-        )
-    t0 = time.perf_counter()
-    train_point(params_path, name, jobs=jobs, supersede_into=supersede_into)
-    log(f"{name}: trained in {time.perf_counter() - t0:.0f} s")
-    return [name]
 
 
 # ----------------------------------------------------------------------------- saturation

@@ -88,13 +88,14 @@ def test_the_sweep_trains_a_cell_or_one_point_and_refuses_other_names(monkeypatc
     from geolib.models import grid
 
     done = []
-    monkeypatch.setattr(grid, "train_cell", lambda p, name, **kw: done.append(("cell", name)))
+    monkeypatch.setattr(grid, "_train_cell", lambda p, params, names, *a: done.append(names))
     monkeypatch.setattr(grid, "train_point", lambda p, name, **kw: done.append(("point", name)))
     path = ROOT / "params.yaml"
     cell, point = PARAMS["sweep"]["cells"][0], PARAMS["sweep"]["points"][-1]
-    grid.train_unit(path, cell, log=lambda _: None)
+    in_cell = [n for n in PARAMS["sweep"]["points"] if grid.Point.from_name(n).cell == cell]
+    assert grid.train_unit(path, cell, log=lambda _: None) == in_cell
     assert grid.train_unit(path, point, log=lambda _: None) == [point]
-    assert done == [("cell", cell), ("point", point)]
+    assert done == [in_cell, ("point", point)]
     with pytest.raises(KeyError, match="neither a cell nor a point"):
         grid.train_unit(path, "S-b4-s0", log=lambda _: None)
 

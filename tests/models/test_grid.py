@@ -280,7 +280,7 @@ def test_cells_group_points_by_size_and_batch_and_must_be_listed():
 
 
 def test_a_cell_trains_its_points_into_their_folders(tmp_path, monkeypatch):
-    """train_cell trains each of the cell's points, in listed order, through train_point
+    """A cell's unit trains each of its points, in listed order, through train_point
     (stand-in trainer); an unknown cell is refused naming the cells."""
     calls = []
 
@@ -292,7 +292,7 @@ def test_a_cell_trains_its_points_into_their_folders(tmp_path, monkeypatch):
     params["sweep"]["run_root"] = str(tmp_path)
     path = tmp_path / "params.yaml"
     path.write_text(yaml.safe_dump(params))
-    names = grid.train_cell(path, "M-b128", log=lambda m: None)
+    names = grid.train_unit(path, "M-b128", log=lambda m: None)
     assert names == [n for n in params["sweep"]["points"] if n.startswith("M-b128-")]
     # each 2D run trains to where its D branch's decay begins, the branch, then the rest
     expected = []
@@ -304,8 +304,10 @@ def test_a_cell_trains_its_points_into_their_folders(tmp_path, monkeypatch):
         step = cfg.total_steps - cfg.decay_steps
         expected += [(name, step, None), (kid, None, (name, step)), (name, None, None)]
     assert calls == expected
-    with pytest.raises(KeyError, match=r"'M-b64' is not a cell of the sweep; cells: \['S-b8'"):
-        grid.train_cell(path, "M-b64")
+    with pytest.raises(
+        KeyError, match=r"'M-b64' is neither a cell nor a point of the sweep; cells: \['S-b8'"
+    ):
+        grid.train_unit(path, "M-b64")
 
 
 def test_every_smaller_budget_branches_from_the_largest_where_its_decay_begins():
