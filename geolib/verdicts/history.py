@@ -4,8 +4,8 @@ row keeps every earlier verdict visible beside the current one, with no code of 
 version.
 
 A version is a list of checks; its status combines theirs
-(:func:`~geolib.verdicts.rules.combine_statuses`). A check applies ``rule`` (a key of the
-chapter's section) to the number at ``at`` (a dotted path into the analysis stage's
+(:func:`~geolib.verdicts.rules.combine_statuses`). A check applies ``rule`` (a key, or a dotted
+path, of the chapter's section) to the number at ``at`` (a dotted path into the analysis stage's
 ``summary.json``; ``""``: the summary itself):
 
 - ``interval``: ``value [low, high]`` (:mod:`geolib.verdicts.evidence`: ``decide_interval``);
@@ -26,8 +26,10 @@ A check may instead read an analysis stage's ``table`` (the sweep chapters' tabl
 of them, ``each`` of them, or the one that must be there. An ``interval`` reads the row's
 ``columns`` (value, low, high; default ``[value, ci_low, ci_high]``; ``skip_undefined``: rows
 whose value is missing are passed over); a ``count`` counts the rows whose column ``count`` is
-true, of all selected. ``label`` is the check in words (the row's fields, or ``k`` and ``n``,
-filled in); ``given`` names a premise the chapter computes (:data:`Premises`), with its
+true, of all selected; a ``rows`` check reads each selected row with each of its ``reads``
+(``rule``, ``columns``, ``label``) in turn, and a row's ``note`` column joins the words of an
+interval it leaves undefined. ``label`` is the check in words (the row's fields, or ``k`` and
+``n``, filled in); ``given`` names a premise the chapter computes (:data:`Premises`), with its
 arguments after the name (``"varies {outcome}"``): false, the check is *inconclusive* saying
 why.
 
@@ -38,6 +40,7 @@ why.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,11 +58,13 @@ from geolib.verdicts.rules import (
     rule_from_params,
 )
 
-KINDS = ("interval", "clipped", "count")
+KINDS = ("interval", "clipped", "count", "rows")
 #: the keys of a check on the stage's summary, and of one on its tables (beside rule and kind)
 SUMMARY_KEYS = {"at", "premise", "premise_above", "fails", "absent", "ran", "undefined"}
-TABLE_KEYS = {"table", "where", "row", "columns", "skip_undefined", "count", "given"}
-KEYS = {"rule", "kind", "each", "label"} | SUMMARY_KEYS | TABLE_KEYS
+TABLE_KEYS = {"table", "where", "row", "columns", "skip_undefined", "count", "given", "note"}
+#: the keys of one read of a ``rows`` check
+READ_KEYS = {"rule", "columns", "label"}
+KEYS = {"rule", "kind", "each", "label", "reads"} | SUMMARY_KEYS | TABLE_KEYS
 #: what a check may declare of a number the summary lacks
 ABSENT = ("error", "undefined")
 #: how a table check's ``where`` may match a column beside equality
@@ -92,11 +97,17 @@ class Check:
     skip_undefined: bool = False
     count: str | None = None
     given: str | None = None
+    note: str | None = None
+    reads: tuple[Check, ...] = ()
 
     def __post_init__(self) -> None:
         where = f"check of {self.rule}"
         if self.kind not in KINDS:
             raise ValueError(f"{where}: kind must be one of {KINDS}, got {self.kind!r}")
+        if (self.kind == "rows") != bool(self.reads):
+            raise ValueError(f"{where}: a `rows` check, and only it, has `reads`")
+        if self.kind == "rows" and self.table is None:
+            raise ValueError(f"{where}: a `rows` check reads a table")
         if self.table is not None:
             self._check_table(where)
         if self.absent not in ABSENT:
@@ -234,36 +245,51 @@ def _given(check: Check, rule: Rule, premises: Premises, fields: Mapping[str, An
     return given_premise(rule, bool(holds), why, lambda: decided)
 
 
+def _read_row(
+    read: Check, rule: Rule, fields: Mapping[str, Any], group: Check, premises: Premises
+) -> Checked:
+    """``read``'s interval on one row (its ``fields``), after ``group``'s premise; the row's
+    ``note`` joins the words where the interval is undefined."""
+    value, low, high = read.columns
+    missing = [c for c in (value, low, high) if c not in fields]
+    if missing:
+        raise ValueError(f"{read.rule}: table {group.table} has no columns {missing}")
+    what = read.label.format(**fields)
+    note = fields.get(group.note) if group.note else None
+    if isinstance(note, str) and note and not math.isfinite(float(fields[low])):
+        what = f"{what} ({note})"
+    verdict, words = decide_interval(rule, fields[value], fields[low], fields[high], what)
+    return _given(group, rule, premises, fields, verdict), words
+
+
 def decide_table(
-    check: Check, rule: Rule, tables: Mapping[str, pd.DataFrame], premises: Premises
+    check: Check, rules: Mapping[str, Rule], tables: Mapping[str, pd.DataFrame], premises: Premises
 ) -> list[Checked]:
-    """``check`` on the stage's ``tables``: one decision per row it reads (a count: one), each
-    with its words, after its premise (module docstring)."""
+    """``check`` on the stage's ``tables`` (its rule, or its reads' rules, among ``rules``):
+    one decision per row it reads and per read (a count: one), each with its words, after its
+    premise (module docstring)."""
     rows = _selected(check, tables)
     if check.kind == "count":
+        rule = rules[check.rule]
         if check.count not in rows.columns:
             raise ValueError(f"{check.rule}: table {check.table} has no column {check.count!r}")
         k, n = int(rows[check.count].astype(bool).sum()), len(rows)
         verdict = _given(check, rule, premises, {}, rule.decide(k, n))
         return [(verdict, check.label.format(k=k, n=n))]
-    value, low, high = check.columns
+    reads = check.reads or (check,)
     if check.skip_undefined:
+        value = check.columns[0]
         rows = rows[rows[value].notna()] if value in rows.columns else rows.iloc[:0]
     if not check.each and len(rows) != 1:
         raise ValueError(
-            f"{check.rule}: {len(rows)} rows of {check.table} where {dict(check.where)} "
-            "(expected one)"
+            f"{check.rule or check.table}: {len(rows)} rows of {check.table} where "
+            f"{dict(check.where)} (expected one)"
         )
-    out = []
-    for fields in rows.to_dict("records"):
-        missing = [c for c in (value, low, high) if c not in fields]
-        if missing:
-            raise ValueError(f"{check.rule}: table {check.table} has no columns {missing}")
-        verdict, words = decide_interval(
-            rule, fields[value], fields[low], fields[high], check.label.format(**fields)
-        )
-        out.append((_given(check, rule, premises, fields, verdict), words))
-    return out
+    return [
+        _read_row(read, rules[read.rule], fields, check, premises)
+        for fields in rows.to_dict("records")
+        for read in reads
+    ]
 
 
 def combine(verdicts: list[Verdict]) -> Verdict:
@@ -278,35 +304,53 @@ def combine(verdicts: list[Verdict]) -> Verdict:
     )
 
 
+def _rule(where: str, key: Any, section: Mapping[str, Any], chapter: str, rules: dict) -> None:
+    """Rule ``key`` (a dotted key of ``section``) built into ``rules`` once: an error names a
+    rule the section lacks, or one that is malformed, by its key."""
+    try:
+        params = _get(section, str(key).split("."))
+    except KeyError:
+        raise ValueError(f"{where}: the section lacks rule {key!r}") from None
+    if key not in rules:
+        try:
+            rules[key] = rule_from_params(params)
+        except ValueError as bad:
+            raise ValueError(f"{chapter}.{key}: {bad}") from None
+
+
 def _check(
     where: str, spec: Any, section: Mapping[str, Any], chapter: str, rules: dict[str, Rule]
 ) -> Check:
-    """One declared check, read, and its rule built into ``rules`` once (errors name
+    """One declared check, read, and its rules built into ``rules`` once (errors name
     ``where``, or the rule's key in ``chapter``'s section)."""
     if not isinstance(spec, Mapping):
         raise ValueError(f"{where}: a check is a mapping (rule, kind, at), got {spec!r}")
-    extra, lacking = set(spec) - KEYS, {"rule", "kind"} - set(spec)
+    rows = spec.get("kind") == "rows"  # its reads name the rules
+    allowed = KEYS - {"rule"} if rows else KEYS
+    needed = {"kind", "table", "reads"} if rows else {"kind", "rule"}
+    extra, lacking = set(spec) - allowed, needed - set(spec)
     if extra or lacking:
         raise ValueError(f"{where}: unknown keys {sorted(extra)}, lacking {sorted(lacking)}")
-    try:
-        params = _get(section, str(spec["rule"]).split("."))
-    except KeyError:
-        raise ValueError(f"{where}: the section lacks rule {spec['rule']!r}") from None
-    if spec["rule"] not in rules:
-        try:  # a malformed rule fails here, named by its key
-            rules[spec["rule"]] = rule_from_params(params)
-        except ValueError as bad:
-            raise ValueError(f"{chapter}.{spec['rule']}: {bad}") from None
     if "table" in spec and set(spec) & SUMMARY_KEYS:
         raise ValueError(f"{where}: a table check takes none of {sorted(SUMMARY_KEYS)}")
     if "table" not in spec and set(spec) & TABLE_KEYS:
         raise ValueError(f"{where}: {sorted(set(spec) & TABLE_KEYS)} need a `table`")
+    reads = []
+    for read in spec.get("reads") or []:
+        if not isinstance(read, Mapping) or not {"rule", "columns"} <= set(read) <= READ_KEYS:
+            raise ValueError(f"{where}: a read is a mapping of {sorted(READ_KEYS)}, got {read!r}")
+        _rule(where, read["rule"], section, chapter, rules)
+        reads.append(Check(**{**read, "kind": "interval", "columns": tuple(read["columns"])}))
+    if not rows:
+        _rule(where, spec["rule"], section, chapter, rules)
     return Check(
         **{
+            "rule": "",
             **spec,
             "at": str(spec.get("at", "")),
             "where": dict(spec.get("where") or {}),
             "columns": tuple(spec.get("columns", Check.columns)),
+            "reads": tuple(reads),
         }
     )
 
@@ -358,12 +402,11 @@ class History:
         words)]}}``."""
 
         def decided(c: Check) -> list[Checked]:
-            rule = self.rules[c.rule]
             if c.table is not None:
-                return decide_table(c, rule, tables or {}, premises or {})
+                return decide_table(c, self.rules, tables or {}, premises or {})
             if summary is None:
                 raise ValueError(f"{c.rule}: a check on the summary, and no summary given")
-            return [(decide_check(c, rule, summary, fields), c.label or c.rule)]
+            return [(decide_check(c, self.rules[c.rule], summary, fields), c.label or c.rule)]
 
         return {
             claim: {

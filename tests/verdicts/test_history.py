@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from geolib.config import load_params
-from geolib.verdicts.chapters.interface import CHAPTERS, section_of
+from geolib.verdicts.chapters.interface import CHAPTERS, chapter
 from geolib.verdicts.history import Check, History, combine
 from geolib.verdicts.rules import (
     INCONCLUSIVE,
@@ -235,6 +235,55 @@ def test_a_named_premise_filled_from_the_row_makes_a_failed_check_inconclusive()
         history({"X": {"v2": [check]}}).checks(tables={"gaps": GAPS})
 
 
+def test_a_rows_check_reads_each_row_in_turn_and_a_note_says_why_a_number_is_undefined():
+    outcomes = pd.DataFrame(
+        {
+            "outcome": ["f", "q"],
+            "r2": [0.7, 0.2],
+            "r2_lo": [0.6, np.nan],
+            "r2_hi": [0.8, np.nan],
+            "share": [0.9, 0.4],
+            "share_lo": [0.8, 0.3],
+            "share_hi": [0.95, 0.45],
+            "note": [None, "too few models"],
+        }
+    )
+    rows = {
+        "kind": "rows",
+        "table": "o",
+        "each": True,
+        "note": "note",
+        "reads": [
+            {"rule": "half", "columns": ["r2", "r2_lo", "r2_hi"], "label": "R² {outcome}"},
+            {"rule": "half", "columns": ["share", "share_lo", "share_hi"], "label": "s {outcome}"},
+        ],
+    }
+    checked = history({"X": {"v1": [rows]}}).checks(tables={"o": outcomes})["X"]["v1"]
+    # row by row, each read in turn: the order a reader meets them in
+    assert [(v.status, w) for v, w in checked] == [
+        (REPRODUCED, "R² f: 0.7 [0.6, 0.8]"),
+        (REPRODUCED, "s f: 0.9 [0.8, 0.95]"),
+        (INCONCLUSIVE, "R² q (too few models): 0.2 [nan, nan]"),
+        (NOT_REPRODUCED, "s q: 0.4 [0.3, 0.45]"),  # defined: no note
+    ]
+    assert checked[2][0].reason.startswith("undefined: R² q (too few models): its interval")
+    given = {**rows, "given": "big {outcome}"}
+    premises = {"big": lambda o: (o == "f", f"{o} is small")}
+    v = history({"X": {"v2": [given]}}).checks(tables={"o": outcomes}, premises=premises)
+    assert [x.status for x, _ in v["X"]["v2"]] == [REPRODUCED, REPRODUCED] + [INCONCLUSIVE] * 2
+    assert v["X"]["v2"][3][0].reason == "premise fails: q is small"
+    with pytest.raises(ValueError, match=r"unknown keys \['rule'\], lacking \[\]"):
+        history({"X": {"v1": [{**rows, "rule": "half"}]}})
+    with pytest.raises(ValueError, match=r"lacking \['reads'\]"):
+        history({"X": {"v1": [{k: v for k, v in rows.items() if k != "reads"}]}})
+    with pytest.raises(ValueError, match="a read is a mapping of"):
+        history({"X": {"v1": [{**rows, "reads": [{"rule": "half"}]}]}})
+    with pytest.raises(ValueError, match="the section lacks rule 'gone'"):
+        history({"X": {"v1": [{**rows, "reads": [{"rule": "gone", "columns": ["r2"] * 3}]}]}})
+    with pytest.raises(ValueError, match="a `rows` check, and only it, has `reads`"):
+        Check("half", "interval", table="o", reads=(Check("half", "interval"),))
+
+
 def test_a_malformed_table_check_or_a_missing_table_is_named():
     ok = {"rule": "half", "kind": "interval", "table": "gaps", "each": True}
     with pytest.raises(ValueError, match=r"a table check takes none of \['absent'"):
@@ -307,12 +356,12 @@ def test_a_malformed_declaration_is_named_before_any_data_is_read():
 
 
 def test_every_declared_history_builds_against_its_chapters_section():
-    params = load_params(PARAMS)
-    declared = params["verdicts"]["history"]
+    """Each chapter's section, read as its notebook reads it, holds its declared history (every
+    rule a check names found and well formed), v1 and v2 for each claim."""
+    declared = load_params(PARAMS)["verdicts"]["history"]
     assert set(declared) <= set(CHAPTERS)
-    for chapter, spec in declared.items():
-        section = {**params["common"], **params[section_of(chapter)]}
-        h = History.from_params(params["verdicts"], chapter, section)
+    for name, spec in declared.items():
+        h = chapter(name).read_section(PARAMS).history
         assert set(h.versions) == set(spec) and all(
             set(v) == {"v1", "v2"} for v in h.versions.values()
         )

@@ -19,8 +19,8 @@ model size held fixed:
 The statistics are recomputed over the learned models
 (:mod:`~geolib.verdicts.chapters.outcome_association`; the analysis stages' tables hold every
 model). v1 (over all models: rank "loose" and no prediction) and v2 (within size, after
-the premise that most models' intervals lie above 0) are computed from those tables as they
-were, and shown beside v3.
+the premise that most models' intervals lie above 0) are declared in ``verdicts.history`` and
+read those tables as they were (:func:`earlier`); they are shown beside v3.
 """
 
 from __future__ import annotations
@@ -78,6 +78,7 @@ from geolib.verdicts.sweep_chapters import (
     enough_per_size,
     learned_models,
     learned_text,
+    listed,
 )
 from geolib.verdicts.sweep_tables import (
     excluding_words,
@@ -211,57 +212,52 @@ def read(
     )
 
 
-def _row_check(rule: Rule, row: Any, stat: str, what: str) -> tuple[Verdict, str]:
-    """``rule`` on one prediction row's statistic (v1, v2: the stages' tables)."""
-    est, lo, hi = (row.get(c, math.nan) for c in (stat, f"{stat}_ci_low", f"{stat}_ci_high"))
-    note = row.get("note")
-    if isinstance(note, str) and note and not math.isfinite(float(lo)):
-        what = f"{what} ({note})"
-    return decide_interval(rule, est, lo, hi, what)
+#: the columns of a prediction row the v1 and v2 checks read (absent: undefined)
+_V1_COLUMNS = tuple(
+    f"{stat}{end}" for stat in ("r2", "partial_spearman") for end in ("", "_ci_low", "_ci_high")
+)
 
 
-def b8_v1(tables: Tables, section: Section) -> list[tuple[Verdict, str]]:
-    """v1 (fixed before the sweep ran): over all models, per outcome, R²(outcome ~ erank W)
-    below the family's ``loose`` bar and the partial Spearman given ID loss within its band."""
-    checks = []
-    for o in tables.outcomes:
-        rules = section.v1[o.family]
-        r = row_where(tables.prediction[o.family], outcome=o.column, predictor=RANK)
-        checks.append(
-            _row_check(rule_from_params(rules["loose"]), r, "r2", f"R²({o.label} ~ erank W)")
-        )
-        what = f"partial ρ(erank W, {o.label} | ID loss)"
-        checks.append(
-            _row_check(rule_from_params(rules["no_prediction"]), r, "partial_spearman", what)
-        )
-    return checks
-
-
-def b8_v2(tables: Tables, section: Section) -> list[tuple[Verdict, str]]:
-    """v2: v1's checks within size, each outcome after the premise that at least
-    ``min_share_above_zero`` of the models have its interval above 0."""
-    need, checks = section.v2_min_share_above_zero, []
-    for o in tables.outcomes:
-        frame = tables.frame(o.family)
-        r = row_where(tables.within[o.family], outcome=o.column, predictor=RANK)
-        above = int((frame[f"{o.column}_ci_low"] > 0).sum())
-        why = (
-            f"{o.label}: only {above} of {len(frame)} models have an interval above 0 "
-            f"(premise: at least {need:.0%})"
-        )
-        for key, stat, name in (
-            ("loose", "r2", "R²"),
-            ("no_prediction", "partial_spearman", "partial ρ (| ID loss)"),
-        ):
-            rule = rule_from_params(section.v1[o.family][key])
-            found = _row_check(rule, r, stat, f"{name}({o.label} ~ erank W, within size)")
-            checks.append(
-                (
-                    given_premise(rule, above >= need * len(frame), why, lambda f=found: f[0]),
-                    found[1],
+def outcome_rows(tables: Tables) -> dict[str, pd.DataFrame]:
+    """What B8's v1 and v2 checks read (``verdicts.history.forgetting_quantization``): per
+    family and table (``<family>_prediction``: over all models; ``<family>_within``: within
+    size), the row of each of the family's outcomes on erank W, in :attr:`Tables.outcomes`'
+    order, with the outcome in words (``label``) and the stage's ``note``."""
+    out = {}
+    for family in FAMILIES:
+        for kind in ("prediction", "within"):
+            rows = []
+            for o in (o for o in tables.outcomes if o.family == family):
+                r = row_where(getattr(tables, kind)[family], outcome=o.column, predictor=RANK)
+                values = {c: r.get(c, math.nan) for c in _V1_COLUMNS}
+                rows.append(
+                    {"outcome": o.column, "label": o.label, "note": r.get("note"), **values}
                 )
-            )
-    return checks
+            out[f"{family}_{kind}"] = pd.DataFrame(rows)
+    return out
+
+
+def above_zero(tables: Tables, section: Section, column: str) -> tuple[bool, str]:
+    """v2's premise of outcome ``column``: at least ``min_share_above_zero`` of the models have
+    its interval above 0. Returns ``(holds, why not)``."""
+    o = next(o for o in tables.outcomes if o.column == column)
+    frame, need = tables.frame(o.family), section.v2_min_share_above_zero
+    above = int((frame[f"{column}_ci_low"] > 0).sum())
+    why = (
+        f"{o.label}: only {above} of {len(frame)} models have an interval above 0 "
+        f"(premise: at least {need:.0%})"
+    )
+    return above >= need * len(frame), why
+
+
+def earlier(tables: Tables, section: Section) -> dict[str, list[tuple[Verdict, str]]]:
+    """B8's v1 (over all models: rank "loose", and no prediction given ID loss, per outcome)
+    and v2 (the same within size, each outcome after its premise, :func:`above_zero`), as
+    declared: ``{version: [(Verdict, words)]}``."""
+    if section.history is None:
+        raise ValueError("B8's section holds no rule history (verdicts.history)")
+    premises = {"above_zero": lambda column: above_zero(tables, section, column)}
+    return section.history.checks(tables=outcome_rows(tables), premises=premises)["B8"]
 
 
 def learned(tables: Tables, section: Section) -> Learners:
@@ -439,11 +435,9 @@ def b8(tables: Tables, section: Section) -> Claim:
     }
     premise = premise_at(tables.study, section.w_premise, tables.forgetting)
     status, key, alts = premised_row(premise, status, key, alts)
-    v1, v2 = b8_v1(tables, section), b8_v2(tables, section)
+    before = earlier(tables, section)
+    v1, v2 = before["v1"], before["v2"]
     rules = [rule_from_params(section.no_prediction), rule_from_params(section.loss_beats_rank)]
-
-    def listed(cs: list[tuple[Verdict, str]]) -> str:
-        return "; ".join(f"{w} → {v.status}" for v, w in cs)
 
     detail = (
         f"v3: {listed(checks)}. {premise_words(premise)}. Models: {learned_text(who)}. "
@@ -467,7 +461,7 @@ def b8(tables: Tables, section: Section) -> Claim:
         unit=f"trained models that learned (n = {len(who.kept)} of {len(tables.forgetting)})",
         robust=robustness(status, alts),
         rule_v1=combine_statuses(v.status for v, _ in v1),
-        rule_v2=deciding_check(v2)[0],
+        rule_v2=combine_statuses(v.status for v, _ in v2),
         revision=section.revision,
         scale=f"{_scale(tables, who)}; {section.w_premise.paper_scale}",
         decided=PROSPECTIVE,

@@ -1,7 +1,7 @@
 """What claim B8's verdicts read of ``params.yaml`` (:class:`Section`), checked when built:
 section ``geometry_performance``'s v2 premise, ``b8_v3``, ``sweep_v3``, bootstrap settings and
 rules v4, the v1 rules and interval levels of sections ``forgetting`` and ``quantization``, and
-``verdicts.learned_margin``. The chapter's rules live in
+``verdicts.learned_margin`` and the chapter's rule history. The chapter's rules live in
 :mod:`~geolib.verdicts.chapters.forgetting_quantization`."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from geolib.verdicts.history import History
 from geolib.verdicts.markup import words
 from geolib.verdicts.schema import Field, learned_margin, require, v3_fields
 from geolib.verdicts.settled_premise import PremiseSpec
@@ -80,6 +81,9 @@ class Section(V3Terms):
     w_premise: PremiseSpec
     #: rules v4 (``geometry_performance.sweep_v4``), absent from a v3-only section
     v4: V4 | None = field(default=None, kw_only=True)
+    #: v1 and v2, declared as data (``verdicts.history.forgetting_quantization``: their rules
+    #: are keys of the ``forgetting`` and ``quantization`` sections)
+    history: History | None = field(default=None, kw_only=True, repr=False)
 
     @classmethod
     def from_params(
@@ -121,4 +125,5 @@ class Section(V3Terms):
             seed=int(section.get("seed", 0)),
             w_premise=PremiseSpec.from_params(sweep_v3["w_premise"]),
             v4=v4_of(section),
+            history=History.from_params(verdicts, "forgetting_quantization", families),
         )

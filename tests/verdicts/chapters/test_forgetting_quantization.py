@@ -415,16 +415,16 @@ def test_v1_and_v2_decide_the_stage_tables_as_before(params):
     for c in QCOLS:  # ... and none of the quantization increases'
         f[[c, f"{c}_ci_low", f"{c}_ci_high"]] -= 1.0
     t = tables(f, pred=prediction(rows))
-    v1 = statuses(fq.b8_v1(t, s))
+    v1 = statuses(fq.earlier(t, s)["v1"])
     assert v1 == [NOT_REPRODUCED, REPRODUCED] + [REPRODUCED] * 4  # R² 0.7 [0.57, 0.83] > 0.5
-    v2 = fq.b8_v2(t, s)
+    v2 = fq.earlier(t, s)["v2"]
     assert statuses(v2) == [NOT_REPRODUCED, REPRODUCED] + [INCONCLUSIVE] * 4
     assert "only 0 of 14 models have an interval above 0" in v2[2][0].reason
     undefined = prediction(
         {o: {"r2": 0.2, "note": "r2: undefined"} for o in ["forgetting", *QCOLS]}
     )
     t = tables(models(5), pred=undefined)
-    v, what = fq.b8_v1(t, s)[0]
+    v, what = fq.earlier(t, s)["v1"][0]
     assert v.status == INCONCLUSIVE and "(r2: undefined)" in what
 
 
