@@ -293,8 +293,28 @@ def read_budgets(params_path: str | Path, load: Callable[[str, list[str]], Any])
     return tables_at_budgets(stage_params(params_path, "sweep"), load)
 
 
+@dataclass(frozen=True, kw_only=True)
+class RuleVersions:
+    """The rule versions a sweep chapter's section holds beside v3: v4 (``sweep_v4``: one
+    verdict over both budgets; absent from a v3-only section) and v1 and v2, declared as data
+    (:mod:`geolib.verdicts.history`)."""
+
+    v4: V4 | None = None
+    history: History | None = field(default=None, repr=False)
+
+    def v4_rules(self) -> V4:
+        """Rules v4, or an error saying the section has none."""
+        return required(self.v4)
+
+    def earlier_rules(self) -> History:
+        """The chapter's v1 and v2 rules, or an error saying the section has none."""
+        if self.history is None:
+            raise ValueError(f"{type(self).__name__} holds no rule history (verdicts.history)")
+        return self.history
+
+
 @dataclass(frozen=True)
-class SweepSection:
+class SweepSection(RuleVersions):
     """What every sweep chapter reads of the ``geometry_performance`` section (and of the
     top-level ``verdicts`` section): where the tables are, the bootstrap's settings, the v1
     rules (``verdict``), the v2 mapping, and the v3 constants (``sweep_v3``).
@@ -322,10 +342,6 @@ class SweepSection:
     min_learned_per_size: int
     learned_margin: float
     w_premise: PremiseSpec
-    #: rules v4 (``sweep_v4``: one verdict over both budgets), absent from a v3-only section
-    v4: V4 | None = field(default=None, kw_only=True)
-    #: the chapter's v1 and v2 rules, declared as data (:mod:`geolib.verdicts.history`)
-    history: History | None = field(default=None, kw_only=True, repr=False)
 
     @classmethod
     def schema(cls) -> tuple[Field, ...]:
@@ -371,16 +387,6 @@ class SweepSection:
             v4=v4_of(section),
             history=History.from_params(verdicts, cls.CHAPTER, section) if cls.CHAPTER else None,
         )
-
-    def earlier_rules(self) -> History:
-        """The chapter's v1 and v2 rules, or an error saying the section has none."""
-        if self.history is None:
-            raise ValueError(f"{type(self).__name__} names no chapter, so no rule history")
-        return self.history
-
-    def v4_rules(self) -> V4:
-        """Rules v4, or an error saying the section has none."""
-        return required(self.v4)
 
     @staticmethod
     def check_v2(v2: Mapping[str, Any]) -> None:

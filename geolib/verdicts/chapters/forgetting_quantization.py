@@ -86,7 +86,7 @@ from geolib.verdicts.sweep_tables import (
     row_where,
     unigram_entropy,
 )
-from geolib.verdicts.sweep_v4 import configuration, required
+from geolib.verdicts.sweep_v4 import configuration
 
 CHAPTER, ANCHOR = "forgetting_quantization", "verdict-b8"
 FAMILIES = ("forgetting", "quantization")
@@ -254,10 +254,8 @@ def earlier(tables: Tables, section: Section) -> dict[str, list[tuple[Verdict, s
     """B8's v1 (over all models: rank "loose", and no prediction given ID loss, per outcome)
     and v2 (the same within size, each outcome after its premise, :func:`above_zero`), as
     declared: ``{version: [(Verdict, words)]}``."""
-    if section.history is None:
-        raise ValueError("B8's section holds no rule history (verdicts.history)")
     premises = {"above_zero": lambda column: above_zero(tables, section, column)}
-    return section.history.checks(tables=outcome_rows(tables), premises=premises)["B8"]
+    return section.earlier_rules().checks(tables=outcome_rows(tables), premises=premises)["B8"]
 
 
 def learned(tables: Tables, section: Section) -> Learners:
@@ -477,7 +475,7 @@ def budget_verdicts(tables: Tables, section: Section) -> list[Claim]:
 def verdicts(tables: Mapping[str, Tables], section: Section) -> list[Claim]:
     """The chapter's claim rows: B8's v4 row, v3's checks and alternatives on the models of each
     budget combined by the v4 premise (:mod:`geolib.verdicts.sweep_v4`)."""
-    v4 = required(section.v4)
+    v4 = section.v4_rules()
 
     def reading(budget: str, claim: str) -> AtBudget:
         t = tables[budget]

@@ -7,15 +7,15 @@ rules v4, the v1 rules and interval levels of sections ``forgetting`` and ``quan
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from geolib.verdicts.history import History
 from geolib.verdicts.markup import words
 from geolib.verdicts.schema import Field, learned_margin, require, v3_fields
 from geolib.verdicts.settled_premise import PremiseSpec
-from geolib.verdicts.sweep_tables import SWEEP_FIELDS, V3Terms
-from geolib.verdicts.sweep_v4 import V4, v4_of
+from geolib.verdicts.sweep_tables import SWEEP_FIELDS, RuleVersions, V3Terms
+from geolib.verdicts.sweep_v4 import v4_of
 
 #: what a declared alternative may change
 CHANGES = ("predictor", "within", "loss_beats_rank", "loose")
@@ -60,12 +60,14 @@ def _alternatives(where: str, alts: Mapping[str, Any], allowed: tuple[str, ...])
 
 
 @dataclass(frozen=True)
-class Section(V3Terms):
+class Section(V3Terms, RuleVersions):
     """What B8's verdicts read of ``params.yaml``: section ``geometry_performance`` (v2's
     premise, ``b8_v3``, ``sweep_v3``, ``n_boot``, ``ci_level``, ``seed``), the v1 rules and
     interval levels of sections ``forgetting`` and ``quantization``, and
     ``verdicts.learned_margin`` (the fields its v3 rule states:
-    :class:`~geolib.verdicts.sweep_tables.V3Terms`)."""
+    :class:`~geolib.verdicts.sweep_tables.V3Terms`), with rules v4 and the rule history of v1
+    and v2 (:class:`~geolib.verdicts.sweep_tables.RuleVersions`; v1's and v2's rules are keys of
+    the ``forgetting`` and ``quantization`` sections)."""
 
     v1: Mapping[str, Mapping[str, Any]]  #: family → {"loose": rule, "no_prediction": rule}
     outcome_level: Mapping[str, float]  #: family → level of its per-model intervals
@@ -79,11 +81,6 @@ class Section(V3Terms):
     ci_level: float
     seed: int
     w_premise: PremiseSpec
-    #: rules v4 (``geometry_performance.sweep_v4``), absent from a v3-only section
-    v4: V4 | None = field(default=None, kw_only=True)
-    #: v1 and v2, declared as data (``verdicts.history.forgetting_quantization``: their rules
-    #: are keys of the ``forgetting`` and ``quantization`` sections)
-    history: History | None = field(default=None, kw_only=True, repr=False)
 
     @classmethod
     def from_params(
