@@ -3,12 +3,13 @@ tell anything about performance that in-distribution loss does not?
 
 The chapter's section of ``params.yaml`` (:class:`Section`), its tables (:class:`Tables`,
 :func:`load_tables`) and its verdicts (:func:`verdicts`): each claim decided by its v3 rule
-(:func:`b1`, :func:`b2`, :func:`b7`), with its v1 and v2 verdicts kept on the row. The v3 rules
-count only the models that learned (:func:`learned`) and hold model size fixed: the two sizes
-differ in width, and effective rank grows with width, so an association over all models can
-come from the size step alone (Simpson's paradox). Numbers the v3 rules need that the analysis
-stage does not write (the signed association, R² gaps within size, partial correlations over
-the learned models) are computed here from ``models.csv`` with :mod:`geolib.measure.stats`.
+(:func:`b1`, :func:`b2`, :func:`b7`), with its v1 and v2 verdicts kept on the row (declared in
+``verdicts.history``, :func:`premises` naming what they assume). The v3 rules count only the
+models that learned (:func:`learned`) and hold model size fixed: the two sizes differ in width,
+and effective rank grows with width, so an association over all models can come from the size
+step alone (Simpson's paradox). Numbers the v3 rules need that the analysis stage does not write
+(the signed association, R² gaps within size, partial correlations over the learned models) are
+computed here from ``models.csv`` with :mod:`geolib.measure.stats`.
 """
 
 from __future__ import annotations

@@ -3,11 +3,12 @@ rate do to the geometry of the unembedding W and to loss, over the sweep.
 
 The chapter's section of ``params.yaml`` (:class:`Section`), its tables (:class:`Tables`,
 :func:`load_tables`) and its verdicts (:func:`verdicts`): each claim decided by its v3 rule
-(:func:`b3`, :func:`b4`, :func:`b5`), with its v1 and v2 verdicts kept on the row. Every effect
-is a mean difference over matched pairs of models (equal in every other factor) in units of the
-seed-to-seed sd, read from ``effects.csv`` (Student-t over the pairs; v2 and v3 read the interval
-that also carries the seed sd's own uncertainty). The tables are computed over all models, so a
-v3 check counts only if every model it compares learned.
+(:func:`b3`, :func:`b4`, :func:`b5`), with its v1 and v2 verdicts kept on the row (declared in
+``verdicts.history``, :func:`premises` naming what they assume). Every effect is a mean
+difference over matched pairs of models (equal in every other factor) in units of the seed-to-
+seed sd, read from ``effects.csv`` (Student-t over the pairs; v2 and v3 read the interval that
+also carries the seed sd's own uncertainty). The tables are computed over all models, so a v3
+check counts only if every model it compares learned.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from geolib.verdicts.budget_premise import AtBudget
 from geolib.verdicts.chapters.interface import own_section
 from geolib.verdicts.claims import Claim
 from geolib.verdicts.evidence import decide_interval
+from geolib.verdicts.history import Premises
 from geolib.verdicts.learners import Learners
 from geolib.verdicts.rules import INCONCLUSIVE, NOT_RUN, Verdict, rule_from_params
 from geolib.verdicts.schema import Field
@@ -150,6 +152,16 @@ def in_paper_range(tables: Tables, section: Section) -> tuple[bool, str]:
         f"{lo:g}-{hi:g}"
     )
     return bool(lo <= e.low and e.high <= hi), why
+
+
+def premises(tables: Tables, section: Section) -> Premises:
+    """What the v2 checks declared in ``verdicts.history`` name: ``moved`` (:func:`moved`) and
+    ``in_paper_range`` (:func:`in_paper_range`). Their table ``lr_rank_by_size`` is
+    :func:`weak_by_size` on W's rank."""
+    return {
+        "moved": lambda: moved(tables, section),
+        "in_paper_range": lambda: in_paper_range(tables, section),
+    }
 
 
 def learned_pairs(
@@ -326,12 +338,10 @@ def alternatives(tables: Tables, section: Section, claim: str) -> dict[str, str]
 def budget_verdicts(tables: Tables, section: Section) -> list[Claim]:
     """The chapter's claim rows (B3, B4, B5): each v3 verdict with its alternatives, and the v1
     and v2 verdicts beside it."""
-    premises = {
-        "moved": lambda: moved(tables, section),
-        "in_paper_range": lambda: in_paper_range(tables, section),
-    }
     derived = {"lr_rank_by_size": weak_by_size(tables, "w_erank", None)}
-    at = budget_rows(CHAPTER, ANCHORS, tables, section, premises, EFFECT_TABLES, derived)
+    at = budget_rows(
+        CHAPTER, ANCHORS, tables, section, premises(tables, section), EFFECT_TABLES, derived
+    )
     describe = {k: rule_from_params(section.verdict[k]).describe() for k in V1_RULES}
     rules = {
         "B3": {
