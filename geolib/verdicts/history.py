@@ -26,12 +26,13 @@ A check may instead read an analysis stage's ``table`` (the sweep chapters' tabl
 of them, ``each`` of them, or the one that must be there. An ``interval`` reads the row's
 ``columns`` (value, low, high; default ``[value, ci_low, ci_high]``; ``skip_undefined``: rows
 whose value is missing are passed over); a ``count`` counts the rows whose column ``count`` is
-true, of all selected; a ``rows`` check reads each selected row with each of its ``reads``
-(``rule``, ``columns``, ``label``) in turn, and a row's ``note`` column joins the words of an
-interval it leaves undefined. ``label`` is the check in words (the row's fields, or ``k`` and
+true (each must be true or false), of all selected; a ``rows`` check reads each selected row
+with each of its ``reads`` (``rule``, ``columns``, ``label``) in turn. ``note``: the column
+whose text joins the words of an interval whose low end is undefined. A check with ``each``
+that selects no row is an error. ``label`` is the check in words (the row's fields, or ``k`` and
 ``n``, filled in); ``given`` names a premise the chapter computes (:data:`Premises`), with its
-arguments after the name (``"varies {outcome}"``): false, the check is *inconclusive* saying
-why.
+arguments after the name, split on spaces (``"varies {outcome}"``): false, the check is
+*inconclusive* saying why.
 
     history = History.from_params(verdicts, "gradient_energy", section)
     history.verdicts(summary)   # {"A4": {"v1": Verdict, "v2": Verdict}, ...}
@@ -67,8 +68,9 @@ READ_KEYS = {"rule", "columns", "label"}
 KEYS = {"rule", "kind", "each", "label", "reads"} | SUMMARY_KEYS | TABLE_KEYS
 #: what a check may declare of a number the summary lacks
 ABSENT = ("error", "undefined")
-#: how a table check's ``where`` may match a column beside equality
+#: how a table check's ``where`` may match a column beside equality, and what it matches
 MATCHES = ("not", "startswith")
+SCALARS = (str, int, float, bool)
 #: the premises a chapter computes for its table checks: name → ``(*args) -> (holds, why not)``
 Premises = Mapping[str, Callable[..., tuple[bool, str]]]
 #: a check decided, with what it measured in words
@@ -100,8 +102,13 @@ class Check:
     note: str | None = None
     reads: tuple[Check, ...] = ()
 
+    @property
+    def name(self) -> str:
+        """The check in error messages: its rule, or the table a ``rows`` check reads."""
+        return self.rule or f"rows of {self.table}"
+
     def __post_init__(self) -> None:
-        where = f"check of {self.rule}"
+        where = f"check of {self.name}"
         if self.kind not in KINDS:
             raise ValueError(f"{where}: kind must be one of {KINDS}, got {self.kind!r}")
         if (self.kind == "rows") != bool(self.reads):
@@ -125,13 +132,24 @@ class Check:
             raise ValueError(f"{where}: a table check is an interval or a count")
         if (self.kind == "count") != (self.count is not None):
             raise ValueError(f"{where}: a count on a table names its `count` column, only it")
-        if len(self.columns) != 3:
-            raise ValueError(f"{where}: columns are [value, low, high], got {self.columns!r}")
-        if self.row is not None and (self.each or self.row < 0):
-            raise ValueError(f"{where}: `row` is one row (>= 0), not with `each`")
+        for read in self.reads or (self,):
+            if len(read.columns) != 3 or not all(isinstance(c, str) for c in read.columns):
+                raise ValueError(f"{where}: columns are [value, low, high], got {read.columns!r}")
+        bad_row = isinstance(self.row, bool) or not isinstance(self.row, int) or self.row < 0
+        if self.row is not None and (self.each or bad_row):
+            raise ValueError(f"{where}: `row` is one row (an integer >= 0), not with `each`")
+        if self.kind == "count" and self.given is not None and "{" in self.given:
+            raise ValueError(f"{where}: a count's premise has no row to fill {self.given!r} from")
+        if not isinstance(self.where, Mapping):
+            raise ValueError(f"{where}: `where` maps columns to what they match")
         for column, match in self.where.items():
-            if isinstance(match, Mapping) and (not match or set(match) - set(MATCHES)):
-                raise ValueError(f"{where}: where.{column} is a value or some of {MATCHES}")
+            tests = match.values() if isinstance(match, Mapping) else [match]
+            if (isinstance(match, Mapping) and (not match or set(match) - set(MATCHES))) or any(
+                not isinstance(m, SCALARS) for m in tests
+            ):
+                raise ValueError(
+                    f"{where}: where.{column} is a value or some of {MATCHES}, got {match!r}"
+                )
 
 
 def _path(at: str, fields: Mapping[str, Any]) -> list[str]:
@@ -207,15 +225,25 @@ def decide_check(
     return given_premise(rule, holds, check.fails.format(**d), decide)
 
 
+def _filled(template: str, fields: Mapping[str, Any], check: Check) -> str:
+    """``template`` with ``fields`` filled in; an error names the check and the fields."""
+    try:
+        return template.format(**fields)
+    except (KeyError, IndexError, ValueError) as bad:
+        raise ValueError(
+            f"{check.name}: cannot fill {template!r} ({bad!r}) from {sorted(fields)}"
+        ) from None
+
+
 def _selected(check: Check, tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """The rows of the check's table it reads (an error names a table or column that lacks)."""
     if check.table not in tables:
-        raise ValueError(f"{check.rule}: no table {check.table!r}; tables: {sorted(tables)}")
+        raise ValueError(f"{check.name}: no table {check.table!r}; tables: {sorted(tables)}")
     frame = tables[check.table]
     keep = pd.Series(True, index=frame.index)
     for column, match in check.where.items():
         if column not in frame.columns:
-            raise ValueError(f"{check.rule}: table {check.table} has no column {column!r}")
+            raise ValueError(f"{check.name}: table {check.table} has no column {column!r}")
         values = frame[column]
         if not isinstance(match, Mapping):
             keep &= values == match
@@ -225,24 +253,32 @@ def _selected(check: Check, tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
         if "startswith" in match:
             keep &= values.astype(str).str.startswith(str(match["startswith"]))
     rows = frame[keep]
+    if check.each and rows.empty:
+        raise ValueError(f"{check.name}: no row of {check.table} where {dict(check.where)}")
     if check.row is not None:
         if check.row >= len(rows):
             raise ValueError(
-                f"{check.rule}: {check.table} has {len(rows)} such rows, no row {check.row}"
+                f"{check.name}: {check.table} has {len(rows)} such rows, no row {check.row}"
             )
         rows = rows.iloc[[check.row]]
     return rows
 
 
-def _given(check: Check, rule: Rule, premises: Premises, fields: Mapping[str, Any], decided):
-    """``decided`` after the check's named premise, its arguments filled from ``fields``."""
+def _given(
+    check: Check,
+    rule: Rule,
+    premises: Premises,
+    fields: Mapping[str, Any],
+    decide: Callable[[], Verdict],
+) -> Verdict:
+    """``decide()`` after the check's named premise, its arguments filled from ``fields``."""
     if check.given is None:
-        return decided
-    name, *args = check.given.format(**fields).split()
+        return decide()
+    name, *args = _filled(check.given, fields, check).split()
     if name not in premises:
-        raise ValueError(f"{check.rule}: no premise {name!r}; premises: {sorted(premises)}")
+        raise ValueError(f"{check.name}: no premise {name!r}; premises: {sorted(premises)}")
     holds, why = premises[name](*args)
-    return given_premise(rule, bool(holds), why, lambda: decided)
+    return given_premise(rule, holds, why, decide)
 
 
 def _read_row(
@@ -253,13 +289,14 @@ def _read_row(
     value, low, high = read.columns
     missing = [c for c in (value, low, high) if c not in fields]
     if missing:
-        raise ValueError(f"{read.rule}: table {group.table} has no columns {missing}")
-    what = read.label.format(**fields)
+        raise ValueError(f"{read.name}: table {group.table} has no columns {missing}")
+    what = _filled(read.label, fields, read)
     note = fields.get(group.note) if group.note else None
     if isinstance(note, str) and note and not math.isfinite(float(fields[low])):
         what = f"{what} ({note})"
+    # decided before the premise, as v1 decides it: the words stay the check's either way
     verdict, words = decide_interval(rule, fields[value], fields[low], fields[high], what)
-    return _given(group, rule, premises, fields, verdict), words
+    return _given(group, rule, premises, fields, lambda: verdict), words
 
 
 def decide_table(
@@ -267,29 +304,43 @@ def decide_table(
 ) -> list[Checked]:
     """``check`` on the stage's ``tables`` (its rule, or its reads' rules, among ``rules``):
     one decision per row it reads and per read (a count: one), each with its words, after its
-    premise (module docstring)."""
+    premise (module docstring). A check with ``each`` that selects no row is an error; rows
+    ``skip_undefined`` passes over are not."""
     rows = _selected(check, tables)
     if check.kind == "count":
         rule = rules[check.rule]
         if check.count not in rows.columns:
-            raise ValueError(f"{check.rule}: table {check.table} has no column {check.count!r}")
-        k, n = int(rows[check.count].astype(bool).sum()), len(rows)
-        verdict = _given(check, rule, premises, {}, rule.decide(k, n))
-        return [(verdict, check.label.format(k=k, n=n))]
+            raise ValueError(f"{check.name}: table {check.table} has no column {check.count!r}")
+        flags = rows[check.count]
+        if not flags.isin([True, False]).all():
+            raise ValueError(f"{check.name}: column {check.count} must be true or false")
+        k, n = int(flags.sum()), len(rows)
+        verdict = _given(check, rule, premises, {}, lambda: rule.decide(k, n))
+        return [(verdict, _filled(check.label, {"k": k, "n": n}, check))]
     reads = check.reads or (check,)
     if check.skip_undefined:
         value = check.columns[0]
-        rows = rows[rows[value].notna()] if value in rows.columns else rows.iloc[:0]
+        if value not in rows.columns:
+            raise ValueError(f"{check.name}: table {check.table} has no column {value!r}")
+        rows = rows[rows[value].notna()]
     if not check.each and len(rows) != 1:
         raise ValueError(
-            f"{check.rule or check.table}: {len(rows)} rows of {check.table} where "
-            f"{dict(check.where)} (expected one)"
+            f"{check.name}: {len(rows)} rows of {check.table} where {dict(check.where)} "
+            "(expected one)"
         )
     return [
         _read_row(read, rules[read.rule], fields, check, premises)
         for fields in rows.to_dict("records")
         for read in reads
     ]
+
+
+def version_verdict(checked: list[Checked]) -> Verdict:
+    """One version's verdict from its decided checks (:func:`combine`); *inconclusive* where
+    every row it selected lacked a number (``skip_undefined``)."""
+    if not checked:
+        return Verdict(INCONCLUSIVE, "", "no row of the tables had a number to decide on")
+    return combine([v for v, _ in checked])
 
 
 def combine(verdicts: list[Verdict]) -> Verdict:
@@ -318,6 +369,14 @@ def _rule(where: str, key: Any, section: Mapping[str, Any], chapter: str, rules:
             raise ValueError(f"{chapter}.{key}: {bad}") from None
 
 
+def _columns(where: str, spec: Mapping[str, Any]) -> tuple[str, ...]:
+    """A check's or read's ``columns``: a list of three column names."""
+    columns = spec["columns"]
+    if not isinstance(columns, list | tuple) or len(columns) != 3:
+        raise ValueError(f"{where}: columns are [value, low, high], got {columns!r}")
+    return tuple(columns)
+
+
 def _check(
     where: str, spec: Any, section: Mapping[str, Any], chapter: str, rules: dict[str, Rule]
 ) -> Check:
@@ -325,8 +384,8 @@ def _check(
     ``where``, or the rule's key in ``chapter``'s section)."""
     if not isinstance(spec, Mapping):
         raise ValueError(f"{where}: a check is a mapping (rule, kind, at), got {spec!r}")
-    rows = spec.get("kind") == "rows"  # its reads name the rules
-    allowed = KEYS - {"rule"} if rows else KEYS
+    rows = spec.get("kind") == "rows"  # its reads name the rules, columns and words
+    allowed = KEYS - {"rule", "columns", "label", "skip_undefined", "count"} if rows else KEYS
     needed = {"kind", "table", "reads"} if rows else {"kind", "rule"}
     extra, lacking = set(spec) - allowed, needed - set(spec)
     if extra or lacking:
@@ -335,12 +394,14 @@ def _check(
         raise ValueError(f"{where}: a table check takes none of {sorted(SUMMARY_KEYS)}")
     if "table" not in spec and set(spec) & TABLE_KEYS:
         raise ValueError(f"{where}: {sorted(set(spec) & TABLE_KEYS)} need a `table`")
+    if not isinstance(spec.get("where", {}), Mapping):
+        raise ValueError(f"{where}: `where` maps columns to what they match, got {spec['where']!r}")
     reads = []
     for read in spec.get("reads") or []:
         if not isinstance(read, Mapping) or not {"rule", "columns"} <= set(read) <= READ_KEYS:
             raise ValueError(f"{where}: a read is a mapping of {sorted(READ_KEYS)}, got {read!r}")
         _rule(where, read["rule"], section, chapter, rules)
-        reads.append(Check(**{**read, "kind": "interval", "columns": tuple(read["columns"])}))
+        reads.append(Check(**{**read, "kind": "interval", "columns": _columns(where, read)}))
     if not rows:
         _rule(where, spec["rule"], section, chapter, rules)
     return Check(
@@ -349,7 +410,7 @@ def _check(
             **spec,
             "at": str(spec.get("at", "")),
             "where": dict(spec.get("where") or {}),
-            "columns": tuple(spec.get("columns", Check.columns)),
+            "columns": _columns(where, spec) if "columns" in spec else Check.columns,
             "reads": tuple(reads),
         }
     )
@@ -422,10 +483,7 @@ class History:
         """Each claim's earlier verdicts (:meth:`checks`' combined), ``{claim: {version:
         Verdict}}``."""
         return {
-            claim: {
-                version: combine([v for v, _ in checked]) if checked else _none()
-                for version, checked in by_version.items()
-            }
+            claim: {version: version_verdict(checked) for version, checked in by_version.items()}
             for claim, by_version in self.checks(summary, **kw).items()
         }
 
@@ -437,8 +495,3 @@ class History:
             claim: {version: v.status for version, v in by_version.items()}
             for claim, by_version in self.verdicts(summary, **kw).items()
         }
-
-
-def _none() -> Verdict:
-    """A version whose table checks found no row: nothing was measured."""
-    return Verdict(NOT_RUN, "", "no row of the tables to decide on")

@@ -26,13 +26,12 @@ import pandas as pd
 from geolib.measure.geometry import ID_LOSS
 from geolib.measure.stats import proportion_ci, within_groups
 from geolib.verdicts.claims import PROSPECTIVE, Claim, history, scale_of_runs
-from geolib.verdicts.history import Premises
+from geolib.verdicts.history import Premises, version_verdict
 from geolib.verdicts.learners import Learners, learners
 from geolib.verdicts.markup import words
 from geolib.verdicts.rules import (
     Rule,
     Verdict,
-    combine_statuses,
     deciding_check,
     given_premise,
     robustness,
@@ -298,7 +297,7 @@ def sweep_claim(
         unit=unit,
         robust=robustness(status, alts),
         post_hoc=post_hoc,
-        rule_v1=combine_statuses(v.status for v, _ in v1),
+        rule_v1=version_verdict(list(v1)).status,
         rule_v2=v2,
         revision=words(spec["revision"]),
         scale=f"{scale_of_runs(tables.scale_runs())}; {paper_scale}",
@@ -339,7 +338,7 @@ class BudgetRows:
             self.chapter,
             decision,
             self.earlier[claim]["v1"],
-            v2=combine_statuses(v.status for v, _ in self.earlier[claim]["v2"]),
+            v2=version_verdict(self.earlier[claim]["v2"]).status,
             spec=spec,
             tables=self.tables,
             who=self.who,

@@ -185,10 +185,21 @@ def test_a_table_check_decides_each_row_it_selects_in_order_with_its_words():
     skip = history({"X": {"v1": [{**both, "columns": ["ci_low", "ci_low", "ci_high"],
                                   "skip_undefined": True}]}})  # fmt: skip
     assert len(skip.checks(tables={"gaps": GAPS})["X"]["v1"]) == 1
-    # nothing selected: the version measured nothing
+    # a declared selection that finds no row is an error, not a check dropped ...
     none = history({"X": {"v1": [{**each, "where": {"outcome": "ood_c"}}]}})
-    assert none.checks(tables={"gaps": GAPS})["X"]["v1"] == []
-    assert none.statuses(tables={"gaps": GAPS})["X"]["v1"] == NOT_RUN
+    with pytest.raises(ValueError, match=r"half: no row of gaps where \{'outcome': 'ood_c'\}"):
+        none.checks(tables={"gaps": GAPS})
+    # ... but rows passed over for want of a number leave a version that decides nothing
+    gone = history({"X": {"v1": [{**each, "columns": ["ci_low"] * 3, "skip_undefined": True,
+                                  "where": {"outcome": "ood_mean"}}]}})  # fmt: skip
+    assert gone.checks(tables={"gaps": GAPS})["X"]["v1"] == []
+    v = gone.verdicts(tables={"gaps": GAPS})["X"]["v1"]
+    assert v.status == INCONCLUSIVE and v.reason == "no row of the tables had a number to decide on"
+    no_value = history(
+        {"X": {"v1": [{**each, "columns": ["r2", "lo", "hi"], "skip_undefined": True}]}}
+    )
+    with pytest.raises(ValueError, match="table gaps has no column 'r2'"):
+        no_value.checks(tables={"gaps": GAPS})
 
 
 def test_one_row_a_positional_row_and_a_count_of_rows():
@@ -212,6 +223,9 @@ def test_one_row_a_positional_row_and_a_count_of_rows():
     ]
     cells["cells"].loc[0, "u"] = False
     assert h.statuses(tables=cells)["X"]["v1"] == NOT_REPRODUCED
+    # a flag that is neither true nor false (a missing cell) is an error, not a success
+    with pytest.raises(ValueError, match="column u must be true or false"):
+        h.checks(tables={"cells": pd.DataFrame({"u": [True, np.nan]})})
 
 
 def test_a_named_premise_filled_from_the_row_makes_a_failed_check_inconclusive():
@@ -233,6 +247,14 @@ def test_a_named_premise_filled_from_the_row_makes_a_failed_check_inconclusive()
     assert checked[1][0].reason == "premise fails: ood_b does not vary"
     with pytest.raises(ValueError, match=r"no premise 'varies'; premises: \[\]"):
         history({"X": {"v2": [check]}}).checks(tables={"gaps": GAPS})
+    with pytest.raises(ValueError, match="a premise must be True or False"):
+        history({"X": {"v2": [check]}}).checks(
+            tables={"gaps": GAPS}, premises={"varies": lambda o: (np.nan, "?")}
+        )
+    with pytest.raises(ValueError, match=r"half: cannot fill '\{outcome\} \{size\}'"):
+        history({"X": {"v2": [{**check, "label": "{outcome} {size}"}]}}).checks(
+            tables={"gaps": GAPS}, premises={"varies": varies}
+        )
 
 
 def test_a_rows_check_reads_each_row_in_turn_and_a_note_says_why_a_number_is_undefined():
@@ -278,6 +300,12 @@ def test_a_rows_check_reads_each_row_in_turn_and_a_note_says_why_a_number_is_und
         history({"X": {"v1": [{k: v for k, v in rows.items() if k != "reads"}]}})
     with pytest.raises(ValueError, match="a read is a mapping of"):
         history({"X": {"v1": [{**rows, "reads": [{"rule": "half"}]}]}})
+    with pytest.raises(ValueError, match="columns are"):
+        history({"X": {"v1": [{**rows, "reads": [{"rule": "half", "columns": ["r2"]}]}]}})
+    with pytest.raises(ValueError, match=r"unknown keys \['label'\]"):
+        history({"X": {"v1": [{**rows, "label": "its reads say it"}]}})
+    with pytest.raises(ValueError, match="rows of nowhere: no table 'nowhere'"):
+        history({"X": {"v1": [{**rows, "table": "nowhere"}]}}).checks(tables={"o": outcomes})
     with pytest.raises(ValueError, match="the section lacks rule 'gone'"):
         history({"X": {"v1": [{**rows, "reads": [{"rule": "gone", "columns": ["r2"] * 3}]}]}})
     with pytest.raises(ValueError, match="a `rows` check, and only it, has `reads`"):
@@ -300,6 +328,16 @@ def test_a_malformed_table_check_or_a_missing_table_is_named():
         history({"X": {"v1": [{**ok, "row": 0}]}})
     with pytest.raises(ValueError, match="where.outcome is a value or some of"):
         history({"X": {"v1": [{**ok, "where": {"outcome": {"like": "o"}}}]}})
+    with pytest.raises(ValueError, match="where.outcome is a value or some of"):
+        history({"X": {"v1": [{**ok, "where": {"outcome": ["a", "b"]}}]}})
+    with pytest.raises(ValueError, match="`where` maps columns"):
+        history({"X": {"v1": [{**ok, "where": ["outcome"]}]}})
+    with pytest.raises(ValueError, match="columns are"):
+        history({"X": {"v1": [{**ok, "columns": "vlh"}]}})
+    with pytest.raises(ValueError, match="`row` is one row"):
+        history({"X": {"v1": [{**ok, "each": False, "row": "0"}]}})
+    with pytest.raises(ValueError, match="a count's premise has no row to fill"):
+        history({"X": {"v1": [{**ok, "kind": "count", "count": "u", "given": "p {o}"}]}})
     h = history({"X": {"v1": [{**ok, "where": {"colour": "red"}}]}})
     with pytest.raises(ValueError, match="no table 'gaps'; tables: \\['other'\\]"):
         h.checks(tables={"other": GAPS})

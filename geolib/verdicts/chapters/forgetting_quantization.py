@@ -55,11 +55,11 @@ from geolib.verdicts.chapters.outcome_association import (
 )
 from geolib.verdicts.claims import PROSPECTIVE, Claim, scale_of_runs
 from geolib.verdicts.evidence import decide_interval
+from geolib.verdicts.history import version_verdict
 from geolib.verdicts.learners import Learners
 from geolib.verdicts.rules import (
     Rule,
     Verdict,
-    combine_statuses,
     deciding_check,
     given_premise,
     robustness,
@@ -458,8 +458,8 @@ def b8(tables: Tables, section: Section) -> Claim:
         ),
         unit=f"trained models that learned (n = {len(who.kept)} of {len(tables.forgetting)})",
         robust=robustness(status, alts),
-        rule_v1=combine_statuses(v.status for v, _ in v1),
-        rule_v2=combine_statuses(v.status for v, _ in v2),
+        rule_v1=version_verdict(v1).status,
+        rule_v2=version_verdict(v2).status,
         revision=section.revision,
         scale=f"{_scale(tables, who)}; {section.w_premise.paper_scale}",
         decided=PROSPECTIVE,

@@ -371,6 +371,39 @@ def test_verdicts_rows_keep_v1_and_v2_beside_v3():
     assert no_width == {"rank / width over all models": NOT_RUN}
 
 
+def test_b7_v1_and_v2_read_the_rows_their_declarations_name():
+    """B7's v1: agreement (the first row of agreement.csv), no prediction of OOD loss beyond ID
+    loss (each W metric but rank / width, rows without a partial ρ passed over) and H varies
+    less (the second row); v2: the same within size, after the premise that OOD loss varies."""
+    models = _b7_models(60).assign(w_erank_per_width=lambda t: t.w_erank / 64)
+    partial = ["partial_spearman", "partial_spearman_ci_low", "partial_spearman_ci_high"]
+    pred = pd.DataFrame(
+        [
+            ("loss_id_test", "w_erank", 0.3, 0.2, 0.4, np.nan, np.nan, np.nan),
+            ("loss_ood_mean", "w_erank", 0.1, 0.0, 0.2, 0.05, -0.1, 0.2),
+            ("loss_ood_mean", "w_erank_per_width", 0.1, 0.0, 0.2, 0.9, 0.8, 0.95),  # not v1's
+            ("loss_ood_mean", "loss_id_test", 0.5, 0.4, 0.6, np.nan, np.nan, np.nan),
+        ],
+        columns=["outcome", "predictor", "r2", "r2_ci_low", "r2_ci_high", *partial],
+    )
+    within = pred.iloc[[0, 1]].copy()
+    within.loc[len(within)] = ("loss_ood_mean", "w_isoscore", 0.1, 0.0, 0.2, np.nan, np.nan, np.nan)
+    t = {**_v1_v2_tables(), "prediction": pred, "within": within}
+    outcomes = [c for c in models.columns if c.startswith("loss_")]
+    ratio = [1.0 if o == "loss_ood_mean" else 5.0 for o in outcomes]
+    quiet = pd.DataFrame({"seed_sd": 0.01, "ratio": ratio}, index=outcomes)
+    b7 = {c.claim_id: c for c in gp.budget_verdicts(_tables(models, spread=quiet, **t), SEC)}["B7"]
+    assert b7.rule_v1 == REPRODUCED
+    assert b7.detail.endswith(
+        "v1: median |ρ| between W metrics: 0.8 [0.7, 0.9] → reproduced; "
+        "partial ρ(w_erank, OOD | ID): 0.05 [-0.1, 0.2] → reproduced; "
+        "CV(erank H) / CV(erank W): 0.5 [0.3, 0.7] → reproduced"
+    )
+    assert b7.rule_v2 == PARTLY  # OOD loss varies too little: its within-size check decides nothing
+    varies = {c.claim_id: c for c in gp.budget_verdicts(_tables(models, **t), SEC)}["B7"]
+    assert varies.rule_v2 == REPRODUCED
+
+
 def test_every_row_is_inconclusive_where_w_has_not_settled_and_shows_the_turn_alone():
     models = _b7_models(60).assign(w_erank_per_width=lambda t: t.w_erank / 64)
     t = _tables(models, **_v1_v2_tables(), study=study(settled_at=None))

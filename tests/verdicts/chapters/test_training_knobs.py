@@ -255,6 +255,26 @@ def test_verdicts_rows_keep_v1_and_v2_beside_v3():
     ) in b3.detail
     assert [c.anchor for c in rows.values()] == ["verdict-b3", "verdict-b4", "verdict-b5"]
     assert rows["B4"].status == REPRODUCED and rows["B4"].robust == "yes"
+    # B4: both effects 3 [2.5, 3.5] beyond their bars, v2 on the sd's interval 3 [2, 4] too
+    b4 = rows["B4"]
+    assert (b4.rule_v1, b4.rule_v2) == (REPRODUCED, REPRODUCED)
+    assert b4.detail.endswith(
+        "v1: w_erank, weight_decay 0.01→0.1 (seed sd): 3 [2.5, 3.5] → reproduced; "
+        "wd effect on ID loss, M − S (seed sd): 3 [2.5, 3.5] → reproduced"
+    )
+    # B5: v1 asked the lr to leave W's rank within ±1 seed sd (3 [2.5, 3.5] is not); v2 asks
+    # that the effect be weak in at least half of the sizes (S's interval holds 0: 1 of 2)
+    b5 = rows["B5"]
+    assert (b5.rule_v1, b5.rule_v2) == (PARTLY, REPRODUCED)
+    assert b5.detail.endswith(
+        "v1: loss_id_test, lr 0.001→0.004 (seed sd): 3 [2.5, 3.5] → reproduced; "
+        "w_erank, lr 0.001→0.004 (seed sd): 3 [2.5, 3.5] → not reproduced"
+    )
+    strong = _tables(by_size={"S": (2.0, (1.0, 3.0)), "M": (2.0, (1.0, 3.0))})
+    assert {c.claim_id: c for c in tk.budget_verdicts(strong, SEC)}["B5"].rule_v2 == PARTLY
+    # outside the paper's weight decays v1 still decides; v2's premise fails
+    outside = {c.claim_id: c for c in tk.budget_verdicts(_tables(wd=(0.0, 2.0)), SEC)}["B4"]
+    assert (outside.rule_v1, outside.rule_v2) == (REPRODUCED, INCONCLUSIVE)
 
 
 def test_the_committed_section_parses_and_bad_sections_are_named():
