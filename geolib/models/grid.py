@@ -305,10 +305,13 @@ def cell_names(params: Mapping[str, Any]) -> list[str]:
     return list(check_cells_listed(params["sweep"]))
 
 
-def check_cells_listed(spec: Mapping[str, Any]) -> dict[str, list[str]]:
-    """The cells of the listed points; error naming the difference if ``spec["cells"]`` (the
-    training stages' names) differs."""
-    found = cells(check_points_listed(spec))
+def check_cells_listed(
+    spec: Mapping[str, Any], points: list[str] | None = None
+) -> dict[str, list[str]]:
+    """The cells of the listed points (``points``: those :func:`check_points_listed` already
+    returned); error naming the difference if ``spec["cells"]`` (the training stages' names)
+    differs."""
+    found = cells(check_points_listed(spec) if points is None else points)
     listed = list(spec.get("cells", []))
     if listed != list(found):
         raise ValueError(
@@ -418,7 +421,7 @@ def train_unit(
     points = check_points_listed(params["sweep"])
     common = {"jobs": jobs, "supersede_into": supersede_into}
     if name in cells(points):
-        group = check_cells_listed(params["sweep"])[name]
+        group = check_cells_listed(params["sweep"], points)[name]
         _train_cell(params_path, params, group, log, common)
         return group
     if name not in points:
@@ -503,8 +506,7 @@ def check_names_listed(spec: Mapping[str, Any]) -> list[str]:
     names = [r.name for r in saturation_runs(spec)]
     if list(spec.get("names", [])) != names:
         raise ValueError(
-            f"saturation.names must equal the design's expansion (python -m geolib.models.designs "
-            f"saturation names): {names}"
+            f"saturation.names must equal the design's expansion (the list to write there): {names}"
         )
     return names
 

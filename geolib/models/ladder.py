@@ -74,7 +74,7 @@ def check_listed(params: Mapping[str, Any]) -> list[str]:
     if list(params["scale"].get("names") or []) != expected:
         raise ValueError(
             f"scale.names must list the rungs of scale.rungs, each followed by its scale.seeds, "
-            f"in order: {expected} (python -m geolib.models.designs ladder names)"
+            f"in order (the list to write there): {expected}"
         )
     return expected
 

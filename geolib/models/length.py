@@ -64,8 +64,8 @@ def check_names_listed(spec: Mapping[str, Any]) -> list[str]:
     names = [r.name for r in length_runs(spec)]
     if list(spec.get("names", [])) != names:
         raise ValueError(
-            "training_length.names must equal the design's expansion (python -m "
-            f"geolib.models.designs length names): {names}"
+            "training_length.names must equal the design's expansion (the list to write there): "
+            f"{names}"
         )
     return names
 

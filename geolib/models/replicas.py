@@ -90,8 +90,8 @@ def check_listed(params: Mapping[str, Any]) -> list[str]:
     expected = names(params["replicas"], default_seeds(params))
     if list(params["replicas"].get("names", [])) != expected:
         raise ValueError(
-            "replicas.names must equal the models x seeds of section replicas (python -m "
-            f"geolib.models.designs replicas names): {expected}"
+            "replicas.names must equal the models x seeds of section replicas (the list to write "
+            f"there): {expected}"
         )
     return expected
 
