@@ -42,7 +42,7 @@ arguments after the name, split on spaces (``"varies {outcome}"``): false, the c
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,15 +133,20 @@ class Check:
         if (self.kind == "count") != (self.count is not None):
             raise ValueError(f"{where}: a count on a table names its `count` column, only it")
         for read in self.reads or (self,):
-            if len(read.columns) != 3 or not all(isinstance(c, str) for c in read.columns):
-                raise ValueError(f"{where}: columns are [value, low, high], got {read.columns!r}")
+            columns = read.columns
+            if not isinstance(columns, tuple) or len(columns) != 3:
+                raise ValueError(f"{where}: columns are [value, low, high], got {columns!r}")
+            if not all(isinstance(c, str) for c in columns):
+                raise ValueError(f"{where}: columns are [value, low, high], got {columns!r}")
         bad_row = isinstance(self.row, bool) or not isinstance(self.row, int) or self.row < 0
         if self.row is not None and (self.each or bad_row):
             raise ValueError(f"{where}: `row` is one row (an integer >= 0), not with `each`")
         if self.kind == "count" and self.given is not None and "{" in self.given:
             raise ValueError(f"{where}: a count's premise has no row to fill {self.given!r} from")
         if not isinstance(self.where, Mapping):
-            raise ValueError(f"{where}: `where` maps columns to what they match")
+            raise ValueError(
+                f"{where}: `where` maps columns to what they match, got {self.where!r}"
+            )
         for column, match in self.where.items():
             tests = match.values() if isinstance(match, Mapping) else [match]
             if (isinstance(match, Mapping) and (not match or set(match) - set(MATCHES))) or any(
@@ -335,7 +340,7 @@ def decide_table(
     ]
 
 
-def version_verdict(checked: list[Checked]) -> Verdict:
+def version_verdict(checked: Sequence[Checked]) -> Verdict:
     """One version's verdict from its decided checks (:func:`combine`); *inconclusive* where
     every row it selected lacked a number (``skip_undefined``)."""
     if not checked:
@@ -369,12 +374,11 @@ def _rule(where: str, key: Any, section: Mapping[str, Any], chapter: str, rules:
             raise ValueError(f"{chapter}.{key}: {bad}") from None
 
 
-def _columns(where: str, spec: Mapping[str, Any]) -> tuple[str, ...]:
-    """A check's or read's ``columns``: a list of three column names."""
-    columns = spec["columns"]
-    if not isinstance(columns, list | tuple) or len(columns) != 3:
-        raise ValueError(f"{where}: columns are [value, low, high], got {columns!r}")
-    return tuple(columns)
+def _as_declared(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """A check's or read's keys as :class:`Check` takes them: a list of ``columns`` as a tuple
+    (anything else is left for :class:`Check` to refuse, naming the check)."""
+    columns = spec.get("columns")
+    return {**spec, "columns": tuple(columns)} if isinstance(columns, list) else dict(spec)
 
 
 def _check(
@@ -394,23 +398,20 @@ def _check(
         raise ValueError(f"{where}: a table check takes none of {sorted(SUMMARY_KEYS)}")
     if "table" not in spec and set(spec) & TABLE_KEYS:
         raise ValueError(f"{where}: {sorted(set(spec) & TABLE_KEYS)} need a `table`")
-    if not isinstance(spec.get("where", {}), Mapping):
-        raise ValueError(f"{where}: `where` maps columns to what they match, got {spec['where']!r}")
     reads = []
     for read in spec.get("reads") or []:
         if not isinstance(read, Mapping) or not {"rule", "columns"} <= set(read) <= READ_KEYS:
             raise ValueError(f"{where}: a read is a mapping of {sorted(READ_KEYS)}, got {read!r}")
         _rule(where, read["rule"], section, chapter, rules)
-        reads.append(Check(**{**read, "kind": "interval", "columns": _columns(where, read)}))
+        reads.append(Check(**{**_as_declared(read), "kind": "interval"}))
     if not rows:
         _rule(where, spec["rule"], section, chapter, rules)
     return Check(
         **{
             "rule": "",
-            **spec,
+            **_as_declared(spec),
             "at": str(spec.get("at", "")),
-            "where": dict(spec.get("where") or {}),
-            "columns": _columns(where, spec) if "columns" in spec else Check.columns,
+            "where": spec.get("where") or {},
             "reads": tuple(reads),
         }
     )

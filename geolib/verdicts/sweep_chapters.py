@@ -297,7 +297,7 @@ def sweep_claim(
         unit=unit,
         robust=robustness(status, alts),
         post_hoc=post_hoc,
-        rule_v1=version_verdict(list(v1)).status,
+        rule_v1=version_verdict(v1).status,
         rule_v2=v2,
         revision=words(spec["revision"]),
         scale=f"{scale_of_runs(tables.scale_runs())}; {paper_scale}",

@@ -149,12 +149,6 @@ class SweepTables:
         """The row of ``effects`` for one factor and quantity (a namedtuple-like Series)."""
         return row_where(self.effects, factor=factor, quantity=quantity)
 
-    def predicts(self, outcome: str, predictor: str, *, within: bool = False) -> Any:
-        """The prediction row of ``outcome`` on ``predictor``, over all models or within size."""
-        return row_where(
-            self.within if within else self.prediction, outcome=outcome, predictor=predictor
-        )
-
     def varies(self, outcome: str, min_sd_ratio: float) -> tuple[bool, str]:
         """Premise of a prediction claim: ``outcome`` varies across models within size at least
         ``min_sd_ratio`` times its seed-to-seed sd. Returns ``(holds, why not)``."""

@@ -113,8 +113,8 @@ def test_tables_load_in_point_order_and_answer_the_lookups(tmp_path):
     assert sorted(t.models["name"]) == sorted(POINTS)
     assert t.ood == ["loss_ood_bible"]  # interval columns are not domains
     assert t.effect("lr", "w_erank").effect_sd == -1.5
-    assert t.predicts("loss_id_test", "w_erank").r2 == 0.3
-    assert t.predicts("loss_id_test", "w_erank", within=True).r2 == 0.2
+    assert row_where(t.prediction, outcome="loss_id_test", predictor="w_erank").r2 == 0.3
+    assert row_where(t.within, outcome="loss_id_test", predictor="w_erank").r2 == 0.2
     assert t.varies("loss_id_test", 2.0)[0] and t.varies("loss_id_test", 3.0)[0]  # 3x: holds
     holds, why = t.varies("loss_ood_bible", 2.0)
     assert not holds and "only 0.5x its seed-to-seed sd (premise: at least 2x)" in why
