@@ -50,6 +50,7 @@ measure/             imports nothing outside measure: pure functions on arrays a
     evaluate         a model's cross-entropy for measurements: per-window losses, probe loss
     probes           residual states and loss gradients per layer; tangent subspaces, R_energy
     energy_counts    the units of A4's and A7's rules counted from R_energy tables
+    energy_per_model each model's A4, A6, A7 numbers from R_energy tables, per declared view
     residual         IsoScore* after removing a subspace, in the complement's coordinates
     frequency        per-type variance, embedding-row jitter and settling against frequency
     geometry         Paper B's geometry of one model (W and H) and its per-model table row
@@ -66,6 +67,7 @@ experiments/         imports config, files, stage, data, models, measure, theory
                      experiment
     gradient_energy      the A4/A6/A7 analysis stage over checkpoints (tables; each model's
                          counts)
+    gradient_energy_models each model's A4, A6, A7 numbers, for the rules and each alternative
     residual_isotropy    the A5 analysis stage over checkpoints, with its tautology references
     frequency_collapse   the A1 (trained models) analysis stage: per-type tables and slopes,
                          each model's units
@@ -85,7 +87,7 @@ verdicts/            imports config, files, measure; knows no models: how a clai
                      mappings), checked together before a notebook starts
     learners         who learned: final loss a declared margin below the unigram entropy
     trends           a claim's key number against model size (the ladder's trend rule)
-    peak_timing      when alignment peaks (A7): the checkpoints around it, the warm-up alternative
+    peak_timing      whether A7's peak follows the warm-up or learning (the warm-up alternative)
     settled_premise  every sweep row's premise: W left its random start and settled (the study)
     budget_premise   v4's sweep premise: W past its turn at both budgets, one verdict at D and 2D
     sweep_tables     what the sweep's chapters read: sections, tables, lookups (B1–B5, B7, B8)
@@ -99,7 +101,7 @@ verdicts/            imports config, files, measure; knows no models: how a clai
         interface            each chapter's interface: CHAPTER, read_section, read, verdicts
         common               what the Paper A chapters share: section fields, tables, claim row
         gradient_energy      A4, A6, A7 (rules v3) and the released models' descriptions
-        energy_per_model     the gradient-energy tables as read; each model's A4, A6, A7 numbers
+        energy_tables        the gradient-energy tables as read, the per-model ones included
         released             the released models' datasheets and measured tables, as read
         residual_isotropy    A5 (rules v3)
         frequency_collapse   A1 on trained models (rules v3)

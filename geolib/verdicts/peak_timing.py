@@ -1,18 +1,17 @@
-"""When a model's tangent alignment peaks (claim A7): the checkpoints on each side of the peak,
-and the warm-up alternative that tells a peak of learning from a peak of the schedule.
+"""When a model's tangent alignment peaks (claim A7): the warm-up alternative that tells a peak
+of learning from a peak of the schedule.
 
 Paper A: "The effect is strongest in the first phase of training and is then maintained". A
 peak read at one checkpoint says little unless a checkpoint lies on each side of it
-(:func:`bracket`). And a peak at the end of the learning-rate warm-up may mark the schedule
-rather than learning: :func:`warmup_alternative` pairs each model with one trained with a
-longer warm-up (same family and seed) and asks whether the peak moved with the warm-up's end
-or with the step at which the model learned (:func:`follows`). The constants are
-``gradient_energy.a7_warmup`` in ``params.yaml``.
+(:func:`geolib.measure.energy_per_model.bracket`). And a peak at the end of the learning-rate
+warm-up may mark the schedule rather than learning: :func:`warmup_alternative` pairs each
+model with one trained with a longer warm-up (same family and seed) and asks whether the peak
+moved with the warm-up's end or with the step at which the model learned (:func:`follows`). The
+constants are ``gradient_energy.a7_warmup`` in ``params.yaml``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pandas as pd
@@ -20,37 +19,6 @@ import pandas as pd
 from geolib.measure import validate as check
 
 SCHEDULE, LEARNING, CANNOT_TELL = "the schedule", "learning", "cannot tell"
-
-
-@dataclass(frozen=True)
-class Bracket:
-    """A peak step and the measured checkpoints just before and after it (``None``: none)."""
-
-    peak: int
-    before: int | None
-    after: int | None
-
-    @property
-    def bracketed(self) -> bool:
-        return self.before is not None and self.after is not None
-
-    def words(self) -> str:
-        side = [str(s) if s is not None else "none" for s in (self.before, self.after)]
-        return f"{self.peak} ({side[0]} | {side[1]})"
-
-
-def bracket(steps: Sequence[int], peak: int) -> Bracket:
-    """The checkpoints of ``steps`` (the steps searched for the peak) on each side of ``peak``,
-    which must be one of them."""
-    ordered = sorted({int(s) for s in steps})
-    if int(peak) not in ordered:
-        raise ValueError(f"peak step {peak} is not one of the searched steps {ordered}")
-    i = ordered.index(int(peak))
-    return Bracket(
-        int(peak),
-        ordered[i - 1] if i > 0 else None,
-        ordered[i + 1] if i + 1 < len(ordered) else None,
-    )
 
 
 def follows(peak_shift: float, warmup_shift: float, learning_shift: float, tolerance: float) -> str:

@@ -1,4 +1,4 @@
-"""A7's peak: its bracketing checkpoints and the warm-up alternative's reading."""
+"""A7's peak: the warm-up alternative's reading."""
 
 import math
 
@@ -9,25 +9,9 @@ from geolib.verdicts.peak_timing import (
     CANNOT_TELL,
     LEARNING,
     SCHEDULE,
-    bracket,
     follows,
     warmup_alternative,
 )
-
-DENSE = [1, 2, 4, 8, 16, 32, 48, 64, 80, 96, 128, 200, 1000]
-
-
-def test_bracket_names_the_neighbouring_checkpoints():
-    b = bracket(DENSE, 64)
-    assert (b.before, b.after, b.bracketed) == (48, 80, True)
-    assert b.words() == "64 (48 | 80)"
-    first, last = bracket(DENSE, 1), bracket(DENSE, 1000)
-    assert (first.before, first.bracketed) == (None, False)
-    assert (last.after, last.bracketed) == (None, False)
-    assert last.words() == "1000 (200 | none)"
-    assert bracket([64, 8, 32, 8], 32).words() == "32 (8 | 64)"  # unsorted, repeated: same steps
-    with pytest.raises(ValueError, match="not one of the searched steps"):
-        bracket(DENSE, 60)
 
 
 @pytest.mark.parametrize(

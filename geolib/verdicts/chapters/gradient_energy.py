@@ -1,10 +1,10 @@
 """Gradient energy in tangent subspaces (claims A4, A6, A7): the chapter's verdicts.
 
 Rules v3 (``params.yaml``: ``gradient_energy.a4_v3``, ``a6_v3``, ``a7_v3`` and their ``*_rule_v3``)
-take the **trained model** as the unit: every key number is computed per model
-(:mod:`~geolib.verdicts.chapters.energy_per_model`, from the tables of the analysis stage
-:mod:`geolib.experiments.gradient_energy`) and its interval is over models, bounded where the
-number is a share. A model enters only if it learned (its final loss ``verdicts.learned_margin``
+take the **trained model** as the unit: every key number is read per model from the tables of
+the analysis stage :mod:`geolib.experiments.gradient_energy_models`
+(:mod:`~geolib.verdicts.chapters.energy_tables`) and its interval is over models, bounded where
+the number is a share. A model enters only if it learned (its final loss ``verdicts.learned_margin``
 nats below the unigram entropy); "early" is a declared share of each model's training steps.
 The v1 and v2 verdicts (from the stage's ``summary.json``) stay on each row beside v3. The
 released model's A4 row describes what one final checkpoint can speak to; it is never combined
@@ -24,6 +24,7 @@ import pandas as pd
 
 from geolib.config import stage_params
 from geolib.measure.energy_counts import a4_released_count
+from geolib.measure.energy_per_model import blocks, view
 from geolib.measure.stats import (
     count_excluding,
     mean_ci,
@@ -31,12 +32,8 @@ from geolib.measure.stats import (
     share_over_models,
     t_quantile,
 )
-from geolib.verdicts.chapters.energy_per_model import (
+from geolib.verdicts.chapters.energy_tables import (
     Tables,
-    a4_per_model,
-    a6_per_model,
-    a7_per_model,
-    blocks,
     bracket_words,
     decoders,
     first_after,
@@ -128,10 +125,12 @@ def read(
 ) -> tuple[Section, Tables]:
     """This chapter's section and the tables it decides on
     (:mod:`geolib.verdicts.chapters.interface`); A7's warm-up alternative's tables come from its
-    own stage (``warmup_gradient_energy``) where it has run."""
+    own stage (``warmup_gradient_energy``) where it has run; each model's numbers from the
+    per-model stage (``gradient_energy_models``)."""
     section = read_section(params_path, overrides)
     warmup = Path(stage_params(params_path, "warmup_gradient_energy")["out_dir"])
-    return section, load_tables(section.raw["out_dir"], warmup if warmup.is_dir() else None)
+    models = stage_params(params_path, "gradient_energy_models")["out_dir"]
+    return section, load_tables(section.raw["out_dir"], models, warmup if warmup.is_dir() else None)
 
 
 def _steps(steps: list[int] | None) -> tuple[int, ...] | None:
@@ -161,6 +160,11 @@ class Outcome:
     detail: str = ""
 
 
+def _view(claim: str, section: Section, change: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments ``claim``'s per-model table was computed with under ``change``."""
+    return view(claim, section.raw, section.learned_margin, change)
+
+
 def a4_v3(tables: Tables, section: Section, change: Mapping[str, Any] | None = None) -> Outcome:
     """A4 v3 (see ``params.yaml``): premise R >> 1, then the share of learned early units above
     ``r_bar``, both over learned decoders (:func:`share_over_models`)."""
@@ -173,16 +177,7 @@ def a4_v3(tables: Tables, section: Section, change: Mapping[str, Any] | None = N
     runs = decoders(tables, lv.kept)
     if k not in measured_ranks(tables):
         return Outcome(Verdict(NOT_RUN, rule.describe(), f"rank {k} not measured"), "", None, {})
-    per = a4_per_model(
-        tables,
-        runs,
-        k=k,
-        early_share=section.early_share,
-        margin=section.learned_margin,
-        r_bar=float(p["r_bar"]),
-        no_effect=float(p["no_effect"]),
-        bound=change.get("bound", "ci_low"),
-    )
+    per = tables.models.rows("A4", _view("A4", section, change), runs)
     per = per[per["units"] > 0] if len(per) else per
     if per.empty:
         why = f"no learned decoder has a learned early unit ({lv.words()})"
@@ -223,7 +218,7 @@ def a6_v3(tables: Tables, section: Section, change: Mapping[str, Any] | None = N
     if k not in measured_ranks(tables):
         return Outcome(Verdict(NOT_RUN, rule.describe(), f"rank {k} not measured"), "", None, {})
     lv = learned_models(tables, section.learned_margin)
-    per = a6_per_model(tables, list(lv.kept), k=k, progress=progress)
+    per = tables.models.rows("A6", _view("A6", section, change), lv.kept)
     dec = per.loc[per["decoder"] == True, "log_r"].dropna().to_numpy()  # noqa: E712
     enc = per.loc[per["decoder"] == False, "log_r"].dropna().to_numpy()  # noqa: E712
     if dec.size < 2 or enc.size < 2:
@@ -271,17 +266,7 @@ def a7_v3(tables: Tables, section: Section, change: Mapping[str, Any] | None = N
     if not runs:
         why = f"no learned decoder ({lv.words()})"
         return Outcome(premise_fails(rule, why), why, None, {})
-    per = a7_per_model(
-        tables,
-        runs,
-        k=k,
-        early_share=float(change.get("early_share", section.early_share)),
-        margin=section.learned_margin,
-        frozen_sources=[int(s) for s in section.raw["frozen_sources"]],
-        after_warmup=float(change.get("after_warmup", 0.0)),
-        warmup_steps=int(section.a7["warmup_steps"]),
-        null_source=change.get("null_source"),
-    )
+    per = tables.models.rows("A7", _view("A7", section, change), runs)
     if per.empty:
         why = "no learned decoder has a checkpoint in the searched window"
         v = premise_fails(rule, why)
@@ -342,14 +327,7 @@ def warmup_per_model(tables: Tables, section: Section, per: pd.DataFrame | None,
     default = per[per["family"] == p.get("family")] if per is not None and len(per) else None
     alt = tables.warmup
     lv = learned_models(alt, section.learned_margin)
-    longer = a7_per_model(
-        alt,
-        list(lv.kept),
-        k=k,
-        early_share=section.early_share,
-        margin=section.learned_margin,
-        frozen_sources=[int(x) for x in section.raw["frozen_sources"]],
-    )
+    longer = alt.models.rows("A7", _view("A7", section, {"k": k}), lv.kept)
     none = pd.DataFrame(columns=["model", *PER_MODEL])  # nothing learned: nothing to pair
     return (
         none if default is None or default.empty else default,

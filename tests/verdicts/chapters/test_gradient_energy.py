@@ -4,13 +4,15 @@ hand-made tables (a few models, layers and checkpoints), with the numbers checke
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
 
-from geolib.verdicts.chapters import energy_per_model as em
+from geolib.measure import energy_per_model as em
+from geolib.verdicts.chapters import energy_tables as et
 from geolib.verdicts.chapters import gradient_energy as ge
 from geolib.verdicts.rules import INCONCLUSIVE, NOT_REPRODUCED, PARTLY, REPRODUCED
 from tests.verdicts.tables import HISTORY
@@ -89,7 +91,26 @@ def tables(models: dict[str, dict], layers=("block1", "block2"), ks=(2, 4, 8)):
                             }
                         )
     summary = {"runs": runs}
-    return em.Tables(pd.DataFrame(rows), pd.DataFrame(losses), summary)
+    r, lo = pd.DataFrame(rows), pd.DataFrame(losses)
+    return et.Tables(r, lo, summary, Computed(r, lo, runs))
+
+
+@dataclass(frozen=True)
+class Computed:
+    """Per-model tables computed when asked, as the per-model stage computes them (its test
+    checks that what it writes reads back the same)."""
+
+    r_energy: pd.DataFrame
+    losses: pd.DataFrame
+    info: dict
+
+    def rows(self, claim, args, runs):
+        return et.select(em.per_model(claim, self.r_energy, self.losses, self.info, args), runs)
+
+
+def info(t, *runs):
+    """The stage's run information, of ``runs`` only (all: none given)."""
+    return {r: t.summary["runs"][r] for r in runs or t.summary["runs"]}
 
 
 def const(value):
@@ -106,7 +127,7 @@ def decoders(r, n=3, **kw):
 def test_a4_units_are_learned_early_checkpoints_and_the_share_is_over_models():
     t = tables(decoders(const(30.0)))
     per = em.a4_per_model(
-        t, list(t.summary["runs"]), k=4, early_share=0.3, margin=0.25, r_bar=10, no_effect=1
+        t.r_energy, t.losses, info(t), k=4, early_share=0.3, margin=0.25, r_bar=10, no_effect=1
     )
     # learned (loss <= 6.75) and early (<= 300): steps 16, 64, 128, 256; two block layers
     assert per["steps"].tolist() == ["16, 64, 128, 256"] * 3
@@ -127,8 +148,8 @@ def test_a4_and_a6_read_the_declared_verdict_steps_and_every_step_as_an_alternat
     assert "dec-s0 4/4" in out.detail  # two steps x two block layers
     every = ge.a4_v3(t, section(verdict_steps=steps), {"steps": "all"})
     assert "dec-s0 8/8" in every.detail
-    assert em.on_steps(t, None) is t
-    assert set(em.on_steps(t, tuple(steps)).losses["step"]) == set(steps)
+    assert et.on_steps(t, None) is t
+    assert set(et.on_steps(t, tuple(steps)).losses["step"]) == set(steps)
     for bad in ([1, 1], [-1], "all"):
         with pytest.raises(ValueError, match="verdict_steps"):
             section(verdict_steps=bad)
@@ -208,19 +229,25 @@ def test_a6_branches():
     assert one.verdict.status == INCONCLUSIVE and "premise fails" in one.verdict.reason
     none = ge.a6_v3(tables(a6_models([40, 50, 30], [], n_enc=0)), section())  # no encoder run
     assert none.verdict.status == INCONCLUSIVE and "0 learned encoders" in none.verdict.reason
-    assert em.a6_per_step(tables(a6_models([40, 50], [], n_enc=0)), ["runs/dec-s0"], k=4).empty
+    assert em.a6_per_step(
+        tables(a6_models([40, 50], [], n_enc=0)).r_energy, ["runs/dec-s0"], k=4
+    ).empty
 
 
 def test_a6_matched_progress_picks_each_models_step():
     t = tables(a6_models([40], [10], n_enc=1))
-    per = em.a6_per_model(t, list(t.summary["runs"]), k=4, progress=0.9)
+    per = em.a6_per_model(t.r_energy, t.losses, info(t), k=4, progress=0.9)
     # loss drop 8 -> 5: 90% reached at 5.3 (step 256); half at 6.5 (step 16); final 1000
     assert per["step"].tolist() == [256, 256]
-    assert em.a6_per_model(t, ["runs/dec-s0"], k=4, progress=0.5)["step"].tolist() == [16]
-    assert em.a6_per_model(t, ["runs/dec-s0"], k=4, progress=1.0)["step"].tolist() == [1000]
+    assert em.a6_per_model(t.r_energy, t.losses, info(t, "runs/dec-s0"), k=4, progress=0.5)[
+        "step"
+    ].tolist() == [16]
+    assert em.a6_per_model(t.r_energy, t.losses, info(t, "runs/dec-s0"), k=4, progress=1.0)[
+        "step"
+    ].tolist() == [1000]
     with pytest.raises(ValueError, match="progress"):
-        em.a6_per_model(t, ["runs/dec-s0"], k=4, progress=1.5)
-    steps = em.a6_per_step(t, list(t.summary["runs"]), k=4)
+        em.a6_per_model(t.r_energy, t.losses, info(t, "runs/dec-s0"), k=4, progress=1.5)
+    steps = em.a6_per_step(t.r_energy, list(t.summary["runs"]), k=4)
     assert steps["ratio"].tolist() == pytest.approx([4.0] * (len(STEPS) - 1))
 
 
@@ -238,7 +265,7 @@ def imprinted(step, layer, source):
 def test_a7_reproduced_when_early_peak_and_the_null_is_beaten():
     t = tables(decoders(imprinted))
     per = em.a7_per_model(
-        t, list(t.summary["runs"]), k=4, early_share=0.3, margin=0.25, frozen_sources=SOURCES
+        t.r_energy, t.losses, info(t), k=4, early_share=0.3, margin=0.25, frozen_sources=SOURCES
     )
     assert per["peak_step"].tolist() == [64] * 3 and per["strongest_early"].all()
     # conservative bounds: (40/1.5)/(10*1.5) and (40*1.5)/(10/1.5)
@@ -302,8 +329,9 @@ def test_a7_late_peak_is_not_strongest_early():
 def test_a7_warmup_alternative_moves_the_peak_search_past_the_warmup():
     t = tables(decoders(imprinted))
     per = em.a7_per_model(
-        t,
-        list(t.summary["runs"]),
+        t.r_energy,
+        t.losses,
+        info(t),
         k=4,
         early_share=0.3,
         margin=0.25,
@@ -317,7 +345,7 @@ def test_a7_warmup_alternative_moves_the_peak_search_past_the_warmup():
 def test_a7_names_the_checkpoints_around_each_peak_and_the_learned_step():
     t = tables(decoders(imprinted))
     per = em.a7_per_model(
-        t, list(t.summary["runs"]), k=4, early_share=0.3, margin=0.25, frozen_sources=SOURCES
+        t.r_energy, t.losses, info(t), k=4, early_share=0.3, margin=0.25, frozen_sources=SOURCES
     )
     # searched steps >= 1: 1, 16, 64, 128, ...; the loss is 6.5 <= 7 - 0.25 from step 16 on
     assert per[["before_peak", "after_peak"]].values.tolist() == [[16, 128]] * 3
@@ -342,7 +370,7 @@ def test_a7_reads_the_warmup_alternative_by_seed_without_changing_the_status():
 
     base = tables(decoders(imprinted))
     longer = tables({f"dec-s{i}": {"decoder": True, "r": later} for i in range(2)})
-    both = em.Tables(base.r_energy, base.losses, base.summary, longer)
+    both = et.Tables(base.r_energy, base.losses, base.summary, base.models, longer)
     out = ge.a7_v3(both, section(a7_warmup=WARMUP))
     assert out.verdict.status == ge.a7_v3(base, section()).verdict.status
     # peak 64 -> 128 (+64), learned 16 -> 16 (+0): 14 from the warm-up's 50, 64 from learning's
@@ -358,7 +386,8 @@ def test_a7_reads_the_warmup_alternative_by_seed_without_changing_the_status():
     # the alternative's models never learned: no pair, "cannot tell", and no error
     idle = tables({f"dec-s{i}": {"decoder": True, "r": later, "learns": False} for i in range(2)})
     out = ge.a7_v3(
-        em.Tables(base.r_energy, base.losses, base.summary, idle), section(a7_warmup=WARMUP)
+        et.Tables(base.r_energy, base.losses, base.summary, base.models, idle),
+        section(a7_warmup=WARMUP),
     )
     assert "0 learned pair(s)" in out.detail and "cannot tell" in out.detail
     default, longer, _ = ge.warmup_per_model(both, section(a7_warmup=WARMUP), None, 4)

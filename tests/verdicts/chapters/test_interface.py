@@ -16,7 +16,7 @@ HELPERS = {
     "__init__",
     "interface",
     "common",
-    "energy_per_model",
+    "energy_tables",
     "forgetting_section",
     "outcome_association",
     "released",
