@@ -17,7 +17,9 @@ For every run (``geolib.measure.frequency`` has the definitions):
 
 Outputs in ``out_dir``: ``states.csv`` (run, layer, type), ``rows.csv`` (run, type),
 ``fits.csv`` (one row per run, measure and layer), ``bins.csv`` (binned medians for the
-figures) and ``summary.json`` (the units the two A1 rules count, per optimizer).
+figures), ``summary.json`` (the units the two A1 rules count, per optimizer), ``per_model.csv``
+(each model's own units, for the scale chapter) and ``a1_per_model.csv`` (each model's A1 v3
+numbers, which the chapter decides on: :func:`a1_per_model`).
 """
 
 from __future__ import annotations
@@ -225,7 +227,53 @@ def run_stage(p: dict[str, Any], log=print) -> dict[str, Any]:
     write_json(out / "summary.json", summary, indent=1, sort_keys=True)
     # every digit: the scale chapter fits these numbers again (the house 6 digits would move them)
     write_csv(out / "per_model.csv", pd.DataFrame(per_model_units(tables["fits"])), index=False)
+    frames = (pd.DataFrame(tables[name]) for name in ("fits", "states", "rows"))
+    write_csv(out / "a1_per_model.csv", a1_per_model(*frames), index=False)
     return summary
+
+
+def _decades(counts: Any) -> float:
+    c = counts[counts > 0]
+    return float(np.log10(c.max() / c.min())) if len(c) else 0.0
+
+
+def a1_per_model(fits: Any, states: Any, rows: Any) -> Any:
+    """Each trained model's A1 v3 numbers (pandas tables as this stage writes them), one row per
+    run and optimizer in the order of ``fits``: ``layers``: its block layers with a state fit,
+    ``falls``: those whose slope's whole interval is below 0; ``state_decades``: the fewest
+    decades of training frequency its layers' fitted types span; ``rows_settle``: jitter slope
+    and settle-step correlation both wholly below 0 (empty: no row fit); ``row_decades``: the
+    span of its rows' training counts. Every run is here; which learned is the chapter's rule."""
+    import pandas as pd
+
+    columns = ["run", "optimizer", "layers", "falls", "state_decades", "rows_settle"]
+    columns.append("row_decades")
+    if fits.empty:
+        return pd.DataFrame(columns=columns)
+    out = []
+    for run, optimizer in dict.fromkeys(zip(fits["run"], fits["optimizer"], strict=True)):
+        mine = fits[fits["run"] == run]
+        st = mine[(mine["measure"] == "states") & (mine["layer"] != "embed")]
+        by = {m: g.iloc[0] for m, g in mine[mine["layer"] == "embed"].groupby("measure")}
+        rows_settle = (
+            bool(by["jitter"]["high"] < 0 and by["settle"]["high"] < 0)
+            if "jitter" in by and "settle" in by
+            else None
+        )
+        s = states[(states["run"] == run) & (states["layer"] != "embed")]
+        spans = [_decades(g["train_count"]) for _, g in s.groupby("layer")]
+        out.append(
+            {
+                "run": run,
+                "optimizer": optimizer,
+                "layers": len(st),
+                "falls": int((st["high"] < 0).sum()),
+                "state_decades": min(spans) if spans else 0.0,
+                "rows_settle": rows_settle,
+                "row_decades": _decades(rows.loc[rows["run"] == run, "train_count"]),
+            }
+        )
+    return pd.DataFrame(out, columns=columns)
 
 
 def per_model_units(fits: list[dict[str, Any]]) -> list[dict[str, Any]]:

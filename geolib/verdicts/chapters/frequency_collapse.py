@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from geolib.measure.stats import count_excluding, proportion_ci, share_over_models
@@ -78,19 +77,23 @@ class Section(V3Section):
 class Tables:
     """The stage's tables: ``states`` (run, layer, type, train_count, …), ``rows`` (run, type,
     train_count, jitter, settle_step), ``fits`` (run, optimizer, measure, layer, estimate, low,
-    high, n_types), ``summary`` (``summary.json``: v1 counts per optimizer, ``runs`` with family
-    and seed) and ``losses`` (evaluation loss and unigram entropy per run and step)."""
+    high, n_types), ``models`` (``a1_per_model.csv``: each model's A1 v3 numbers), ``summary``
+    (``summary.json``: v1 counts per optimizer, ``runs`` with family and seed) and ``losses``
+    (evaluation loss and unigram entropy per run and step)."""
 
     states: pd.DataFrame
     rows: pd.DataFrame
     fits: pd.DataFrame
+    models: pd.DataFrame
     summary: Mapping[str, Any]
     losses: pd.DataFrame
 
 
 def load_tables(out_dir: str | Path, losses: str | Path) -> Tables:
     """The tables the analysis stage wrote in ``out_dir``, and the loss table at ``losses``."""
-    return read_tables(Tables, out_dir, losses, "states.csv", "rows.csv", "fits.csv")
+    return read_tables(
+        Tables, out_dir, losses, "states.csv", "rows.csv", "fits.csv", "a1_per_model.csv"
+    )
 
 
 def read_section(params_path: str | Path, overrides: Mapping[str, Any] | None = None) -> Section:
@@ -111,43 +114,20 @@ def read(
 # ---------------------------------------------------------------------------------------------
 
 
-def _decades(counts: pd.Series) -> float:
-    c = counts[counts > 0]
-    return float(np.log10(c.max() / c.min())) if len(c) else 0.0
-
-
 def per_model(tables: Tables, optimizer: str, margin: float) -> pd.DataFrame:
-    """One row per run trained with ``optimizer``: whether it learned; ``layers``: its block
-    layers with a state fit, ``falls``: those whose slope's whole interval is below 0;
-    ``state_decades``: the fewest decades of training frequency its layers' fitted types span;
-    ``rows_settle``: jitter slope and settle-step correlation both wholly below 0 (None: no row
-    fit); ``row_decades``: the span of its rows' training counts."""
-    f = tables.fits
-    runs = list(dict.fromkeys(f.loc[f["optimizer"] == optimizer, "run"]))
-    lv = learners_of_runs(runs, tables.losses, margin)
-    out = []
-    for run in runs:
-        mine = f[f["run"] == run]
-        st = mine[(mine["measure"] == "states") & (mine["layer"] != "embed")]
-        by = {m: g.iloc[0] for m, g in mine[mine["layer"] == "embed"].groupby("measure")}
-        rows_settle = (
-            bool(by["jitter"]["high"] < 0 and by["settle"]["high"] < 0)
-            if "jitter" in by and "settle" in by
-            else None
-        )
-        s = tables.states[(tables.states["run"] == run) & (tables.states["layer"] != "embed")]
-        spans = [_decades(g["train_count"]) for _, g in s.groupby("layer")]
-        out.append(
-            {
-                **run_columns(tables.summary, run, lv),
-                "layers": len(st),
-                "falls": int((st["high"] < 0).sum()),
-                "state_decades": min(spans) if spans else 0.0,
-                "rows_settle": rows_settle,
-                "row_decades": _decades(tables.rows.loc[tables.rows["run"] == run, "train_count"]),
-            }
-        )
-    return pd.DataFrame(out)
+    """One row per run trained with ``optimizer`` (the stage's ``a1_per_model.csv``: its
+    layers with a state fit and those that fall, the decades its fits span, whether its rows
+    settle), with its family, seed and whether it learned."""
+    m = tables.models[tables.models["optimizer"] == optimizer]
+    lv = learners_of_runs(m["run"].tolist(), tables.losses, margin)
+    numbers = ["layers", "falls", "state_decades", "rows_settle", "row_decades"]
+    return pd.DataFrame(
+        [
+            {**run_columns(tables.summary, r["run"], lv), **r[numbers].to_dict()}
+            | {"rows_settle": None if pd.isna(r["rows_settle"]) else bool(r["rows_settle"])}
+            for _, r in m.iterrows()
+        ]
+    )
 
 
 # ---------------------------------------------------------------------------------------------

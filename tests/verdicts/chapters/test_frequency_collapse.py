@@ -4,6 +4,7 @@ forms."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -11,6 +12,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from geolib.experiments.frequency_collapse import a1_per_model
 from geolib.verdicts.chapters import frequency_collapse as fc
 from geolib.verdicts.claims import AFTER_DATA
 from geolib.verdicts.rules import INCONCLUSIVE, NOT_REPRODUCED, NOT_RUN, PARTLY, REPRODUCED
@@ -74,7 +76,9 @@ def tables(models):
             ]
     f = pd.DataFrame(fits)
     summary = {"runs": runs, **fc_counts(f)}
-    return fc.Tables(pd.DataFrame(states), pd.DataFrame(rows), f, summary, pd.DataFrame(losses))
+    states, rows = pd.DataFrame(states), pd.DataFrame(rows)
+    models = a1_per_model(f, states, rows)  # as the stage computes them
+    return fc.Tables(states, rows, f, models, summary, pd.DataFrame(losses))
 
 
 def fc_counts(f):
@@ -190,6 +194,25 @@ def test_missing_settle_fit_leaves_the_model_out_of_the_rows_half():
     assert per["rows_settle"].isna().sum() == 1
     _, words = fc.rows_v3(per, section())
     assert "5 of 5 learned models" in words
+
+
+def test_the_stages_per_model_table_reads_back_as_computed(tmp_path):
+    """What the stage writes (``a1_per_model.csv``, every digit) is what the chapter decides on:
+    the same models, numbers and verdict as computed in memory."""
+    models = adamw(falls=3, rows=True)
+    models["olmo-s0"]["rows"] = None
+    t = tables(models)
+    for name, frame in (("states", t.states), ("rows", t.rows), ("fits", t.fits)):
+        frame.to_csv(tmp_path / f"{name}.csv", index=False)
+    t.models.to_csv(tmp_path / "a1_per_model.csv", index=False)
+    (tmp_path / "summary.json").write_text(json.dumps(t.summary))
+    t.losses.to_csv(tmp_path / "losses.csv", index=False)
+    read = fc.load_tables(tmp_path, tmp_path / "losses.csv")
+    want = fc.per_model(t, "adamw", 0.25)
+    pd.testing.assert_frame_equal(fc.per_model(read, "adamw", 0.25), want, check_exact=True)
+    assert want["rows_settle"].tolist()[:2] == [None, True]
+    a, b = fc.a1_v3(read, section()), fc.a1_v3(t, section())
+    assert (str(a.verdict), a.key_number, a.detail) == (str(b.verdict), b.key_number, b.detail)
 
 
 def test_v1_seeds_and_the_claim_row():
