@@ -38,6 +38,7 @@ MODEL_FREE = {
     "geolib.data.prepare",
     "geolib.data.tokenizer",
     "geolib.experiments.geometry_performance",
+    "geolib.experiments.gradient_energy_models",
 }
 #: stages of a model module that read only tables (another subcommand)
 TABLE_STAGES = {"saturation_tables"}
