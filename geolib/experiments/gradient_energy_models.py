@@ -12,8 +12,10 @@ the stage did not measure is not written (the chapter reports it as not run).
 
 Outputs in ``out_dir``: ``a4.csv``, ``a6.csv``, ``a7.csv`` (a ``view`` column, then the
 per-model columns), ``warmup_a7.csv`` (A7's own numbers on the warm-up alternative's runs) and
-``views.json`` (each view's arguments, by claim and name: what the chapter looks a table up by).
-Floats are written in full: the verdicts read the same numbers the stage computed.
+``views.json``: each view's arguments, by claim and name (what the chapter looks a table up by),
+and the SHA-256 of the tables they were computed from (``inputs``, ``warmup_inputs``: the
+chapter refuses per-model tables of other tables than those it reads). Floats are written in
+full: the verdicts read the same numbers the stage computed.
 """
 
 from __future__ import annotations
@@ -25,21 +27,31 @@ from typing import Any
 
 import pandas as pd
 
-from geolib.files import write_csv, write_json
+from geolib.files import sha256_files, write_csv, write_json
 from geolib.measure import validate as check
-from geolib.measure.energy_per_model import CLAIMS, declared_views, per_model
+from geolib.measure.energy_per_model import CLAIMS, INPUTS, declared_views, per_model
 from geolib.stage import stage
 
+#: the sections whose tables this stage reads (``dvc.yaml`` declares their keys it depends on)
+TABLES, WARMUP_TABLES = "gradient_energy", "warmup_gradient_energy"
 WARMUP = "warmup"
+
+
+def fingerprint(folder: str | Path) -> dict[str, str]:
+    """SHA-256 of each of :data:`~geolib.measure.energy_per_model.INPUTS` in ``folder``: what
+    the per-model tables were computed from (the chapter compares it with the tables it
+    reads)."""
+    try:
+        return sha256_files(folder, INPUTS)
+    except FileNotFoundError as e:
+        raise FileNotFoundError(f"{e}: run the gradient_energy stage first") from None
 
 
 def read_stage_tables(folder: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
     """``(r_energy, losses, runs)`` of a gradient-energy stage's ``folder``; ``runs``: each run's
     family and seed (``summary.json``)."""
     out = Path(folder)
-    missing = [n for n in ("r_energy.csv", "losses.csv", "summary.json") if not (out / n).is_file()]
-    if missing:
-        raise FileNotFoundError(f"{out} lacks {missing}: run the gradient_energy stage first")
+    fingerprint(out)  # every input there, or an error naming the stage to run
     runs = json.loads((out / "summary.json").read_text())["runs"]
     return pd.read_csv(out / "r_energy.csv"), pd.read_csv(out / "losses.csv"), runs
 
@@ -68,8 +80,14 @@ def views_table(
     return table[["view", *[c for c in table.columns if c != "view"]]], written
 
 
+def has_tables(folder: str | Path | None) -> bool:
+    """Whether a gradient-energy stage has written its tables in ``folder`` (the stage and the
+    chapter ask alike whether the warm-up alternative was measured)."""
+    return folder is not None and (Path(folder) / "summary.json").is_file()
+
+
 def run_stage(
-    p: dict[str, Any],
+    p: Mapping[str, Any],
     section: Mapping[str, Any],
     verdicts: Mapping[str, Any],
     warmup_dir: str | Path | None,
@@ -81,25 +99,24 @@ def run_stage(
     out.mkdir(parents=True, exist_ok=True)
     r_energy, losses, runs = read_stage_tables(section["out_dir"])
     views = declared_views(section, margin)
-    written: dict[str, Any] = {}
+    written: dict[str, Any] = {"inputs": fingerprint(section["out_dir"])}
     for claim in CLAIMS:
         table, written[claim] = views_table(claim, views[claim], r_energy, losses, runs)
         write_csv(out / f"{claim.lower()}.csv", table, index=False)
-    if warmup_dir is not None and Path(warmup_dir, "summary.json").is_file():
+    if has_tables(warmup_dir):
         tables = read_stage_tables(warmup_dir)
         table, own = views_table("A7", {"primary": views["A7"]["primary"]}, *tables)
         write_csv(out / "warmup_a7.csv", table, index=False)
         written[WARMUP] = {"A7": own}
+        written["warmup_inputs"] = fingerprint(warmup_dir)
     write_json(out / "views.json", written, indent=1, sort_keys=True)
-    return {claim: sorted(v) for claim, v in written.items()} | {"runs": len(runs)}
+    return {c: sorted(written[c]) for c in CLAIMS} | {"runs": len(runs), WARMUP: WARMUP in written}
 
 
 def main(argv: list[str] | None = None) -> int:
     st = stage(__doc__, "gradient_energy_models", argv)
-    tables = st.section_of(st.params["tables"])
-    warmup = st.params.get("warmup_tables")
-    warmup_dir = st.section_of(warmup)["out_dir"] if warmup else None
-    return st.done(run_stage(st.params, tables, st.section_of("verdicts"), warmup_dir))
+    warmup = st.section_of(WARMUP_TABLES)["out_dir"]
+    return st.done(run_stage(st.params, st.section_of(TABLES), st.section_of("verdicts"), warmup))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,9 @@ Tables as :mod:`geolib.experiments.gradient_energy` writes them: ``r_energy`` ha
 (run, step, layer, k, source of T) with ``r_energy``, ``ci_low``, ``ci_high``, ``ceiling`` and
 ``decoder``; ``losses`` one row per (run, step) with ``eval_loss`` and ``unigram_entropy``;
 ``info`` maps each run to its ``family`` and ``seed``. Every function returns one row per run of
-``info`` (its order): which models learned, and so enter a verdict, is the chapter's rule.
+``info`` (its order) that has rows at rank ``k`` and a loss (A7: and a checkpoint in its searched
+window): which models learned, and so enter a verdict, is the chapter's rule, and a learned
+model without a row is the chapter's error.
 
 A *view* is the keyword arguments of one claim's per-model function (:func:`view`): the
 section's numbers with one declared alternative's change. The analysis stage
@@ -31,6 +33,11 @@ from geolib.measure import validate as check
 from geolib.measure.energy_counts import REFIT
 
 CLAIMS = ("A4", "A6", "A7")
+#: the gradient-energy stage's tables these numbers are computed from, by its file names
+INPUTS = ("r_energy.csv", "losses.csv", "summary.json")
+#: the claims whose tables hold a row for every run measured (A7 leaves out a run with no
+#: checkpoint in its searched window)
+EVERY_RUN = ("A4", "A6")
 
 
 @dataclass(frozen=True)
@@ -113,8 +120,8 @@ def a4_per_model(
     rows_k = blocks(r_energy, k)
     for run in info:
         g = rows_k[rows_k["run"] == run]
-        if g.empty:
-            raise ValueError(f"no rank-{k} rows for {run}")
+        if g.empty:  # not measured at this rank: no row (the chapter names a learned one)
+            continue
         final = int(g["step"].max())
         early = {s for s in learned_steps(losses, run, margin) if 1 <= s}
         early = {s for s in early if s <= early_share * final}
@@ -157,6 +164,8 @@ def a6_per_model(
     rows = []
     for run in info:
         lo = losses[losses["run"] == run].sort_values("step")
+        if lo.empty:  # no loss recorded: no matched progress (the chapter names a learned one)
+            continue
         first, last = float(lo["eval_loss"].iloc[0]), float(lo["eval_loss"].iloc[-1])
         drop = (first - lo["eval_loss"]) / (first - last) if first > last else lo["step"] * 0.0
         reached = lo.loc[drop >= progress - 1e-12, "step"]
@@ -221,6 +230,8 @@ def a7_per_model(
     rows = []
     for run in info:
         g = rows_k[rows_k["run"] == run]
+        if g.empty:
+            continue
         final = int(g["step"].max())
         window = g[(g["step"] >= 1) & (g["step"] > after_warmup * warmup_steps)]
         if window.empty:  # no checkpoint to search (a run shorter than the warm-up asked for)
@@ -294,6 +305,8 @@ def view(
     declared = section.get("verdict_steps")
     every = c.get("steps") == "all" or declared is None
     steps = None if every else sorted(int(s) for s in declared)
+    if steps is not None and len(set(steps)) != len(steps):
+        raise ValueError(f"verdict_steps repeats a step: {declared}")
     margin = check.scalar("margin", margin, low=0.0)
     if claim == "A4":
         p = section["a4_v3"]

@@ -38,6 +38,16 @@ def declared(**change):
     return {**raw, **change}
 
 
+def edge_peak():
+    """A decoder whose refit R peaks at the first checkpoint searched (step 1): no checkpoint
+    before its peak, a missing step number in a whole-number column."""
+
+    def r(step, layer, source):
+        return 50.0 if (source == "refit" and step == 1) else imprinted(step, layer, source)
+
+    return {"edge-s9": {"decoder": True, "r": r}}
+
+
 def write_stage(t: et.Tables, folder) -> None:
     folder.mkdir()
     t.r_energy.to_csv(folder / "r_energy.csv", index=False)
@@ -48,7 +58,7 @@ def write_stage(t: et.Tables, folder) -> None:
 def built(tmp_path, **change):
     """A gradient-energy stage's tables on disk (decoders and encoders, and a warm-up
     alternative), the per-model stage run on them, and both as the chapter loads them."""
-    models = {**decoders(imprinted), **a6_models([40, 50, 60], [5, 8])}
+    models = {**decoders(imprinted), **a6_models([40, 50, 60], [5, 8]), **edge_peak()}
     t, warm = tables(models), tables(decoders(imprinted, n=2))
     write_stage(t, tmp_path / "ge")
     write_stage(warm, tmp_path / "warm")
@@ -56,7 +66,8 @@ def built(tmp_path, **change):
     out = tmp_path / "models"
     run_stage({"out_dir": str(out)}, raw, VERDICTS, tmp_path / "warm")
     loaded = et.load_tables(tmp_path / "ge", out, tmp_path / "warm")
-    computed = et.Tables(t.r_energy, t.losses, t.summary, t.models, warm)
+    # what a notebook rerun with overrides reads: the same tables, computed when asked
+    computed = et.load_tables(tmp_path / "ge", None, tmp_path / "warm")
     return raw, loaded, computed, out
 
 
@@ -94,6 +105,8 @@ def test_the_written_tables_read_back_as_computed_and_decide_the_same(tmp_path):
     assert a7["run"].nunique() == len(loaded.summary["runs"])  # every run, learned or not
     default, longer, _ = ge.warmup_per_model(loaded, s, None, 4)
     assert longer["model"].tolist() == ["dec-s0", "dec-s1"]
+    edge = ge.a7_v3(loaded, s).per_model.set_index("model").loc["edge-s9"]
+    assert edge["peak_step"] == 1 and pd.isna(edge["before_peak"]) and edge["after_peak"] == 16
 
 
 def test_a_table_computed_with_other_numbers_is_never_read(tmp_path):
@@ -112,11 +125,7 @@ def test_the_stage_reads_its_sections_and_names_missing_tables(tmp_path, monkeyp
     params = {
         "gradient_energy": raw,
         "warmup_gradient_energy": {**raw, "out_dir": str(tmp_path / "warm")},
-        "gradient_energy_models": {
-            "tables": "gradient_energy",
-            "warmup_tables": "warmup_gradient_energy",
-            "out_dir": str(tmp_path / "cli"),
-        },
+        "gradient_energy_models": {"out_dir": str(tmp_path / "cli")},
         "verdicts": VERDICTS,
     }
     path = tmp_path / "params.yaml"
@@ -129,3 +138,33 @@ def test_the_stage_reads_its_sections_and_names_missing_tables(tmp_path, monkeyp
         )
     with pytest.raises(ValueError, match="learned_margin"):
         run_stage({"out_dir": str(tmp_path / "x")}, raw, {"learned_margin": -1}, None)
+
+
+def test_per_model_tables_of_other_measures_are_refused(tmp_path):
+    raw, _, _, out = built(tmp_path)
+    r = pd.read_csv(tmp_path / "ge" / "r_energy.csv")
+    r.assign(r_energy=r["r_energy"] * 2).to_csv(tmp_path / "ge" / "r_energy.csv", index=False)
+    with pytest.raises(ValueError, match="computed from other tables .*dvc repro"):
+        et.load_tables(tmp_path / "ge", out, tmp_path / "warm")
+    # the warm-up alternative measured after the per-model stage ran: named, not a KeyError
+    run_stage({"out_dir": str(out)}, raw, VERDICTS, None)
+    with pytest.raises(ValueError, match="records no per-model tables of .*warm"):
+        et.load_tables(tmp_path / "ge", out, tmp_path / "warm")
+
+
+def test_a_learned_model_without_its_row_is_an_error(tmp_path):
+    _, loaded, _, _ = built(tmp_path)
+    args = {"k": 4, "progress": 0.9, "steps": None}
+    with pytest.raises(ValueError, match=r"no A6 row for \['runs/gone'\]"):
+        loaded.models.rows("A6", args, ["runs/dec-s0", "runs/gone"])
+    # A7 leaves out a run with no checkpoint in its searched window: no error
+    a7 = {
+        "k": 4,
+        "frozen_sources": SECTION["frozen_sources"],
+        "early_share": 0.3,
+        "margin": 0.25,
+        "after_warmup": 0.0,
+        "warmup_steps": 50,
+        "null_source": None,
+    }
+    assert loaded.models.rows("A7", a7, ["runs/gone"]).empty

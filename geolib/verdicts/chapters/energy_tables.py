@@ -15,6 +15,8 @@ from typing import Any, Protocol
 
 import pandas as pd
 
+from geolib.files import sha256_files
+from geolib.measure.energy_per_model import EVERY_RUN, INPUTS, per_model
 from geolib.verdicts.learners import Learners, learners_of_runs
 
 #: the per-model stage's file names: one table per claim, the warm-up alternative's A7 table,
@@ -39,6 +41,19 @@ def select(table: pd.DataFrame, runs: Sequence[str]) -> pd.DataFrame:
     return mine.iloc[mine["run"].map(order).argsort(kind="stable")].reset_index(drop=True)
 
 
+def _complete(claim: str, table: pd.DataFrame, runs: Sequence[str], where: str) -> pd.DataFrame:
+    """``table`` (``claim``'s rows of ``runs``), after checking that every run has its row where
+    the claim's table holds one per run (:data:`~geolib.measure.energy_per_model.EVERY_RUN`)."""
+    have = set(table["run"]) if "run" in table.columns else set()
+    missing = [r for r in runs if r not in have]
+    if claim in EVERY_RUN and missing:
+        raise ValueError(
+            f"{where} has no {claim} row for {missing} (no rows at that rank, or no loss "
+            "recorded): a model that learned must have its numbers"
+        )
+    return table
+
+
 @dataclass(frozen=True)
 class ModelTables:
     """The tables the per-model stage wrote in ``folder``: ``frames`` (claim -> its rows, a
@@ -59,10 +74,27 @@ class ModelTables:
             raise ValueError(
                 f"{self.folder}/{VIEWS_FILE} has no {claim} table computed with {want} (it has "
                 f"{sorted(views)}): the per-model tables were computed with other parameters "
-                "than these; set them in params.yaml and run `dvc repro gradient_energy_models`"
+                "than these; set them in params.yaml and run `dvc repro gradient_energy_models` "
+                "(a notebook rerun with overrides computes its own)"
             )
         table = self.frames[claim]
-        return select(table[table["view"] == name].drop(columns="view"), runs)
+        rows = select(table[table["view"] == name].drop(columns="view"), runs)
+        return _complete(claim, rows, runs, f"{self.folder}/{MODEL_FILES[claim]}")
+
+
+@dataclass(frozen=True)
+class Computed:
+    """Per-model tables computed when asked, by the per-model stage's own functions
+    (:func:`geolib.measure.energy_per_model.per_model`): what a notebook rerun with overrides
+    reads, since the stage computed its tables with the parameters file's numbers."""
+
+    r_energy: pd.DataFrame
+    losses: pd.DataFrame
+    info: Mapping[str, Mapping[str, Any]]
+
+    def rows(self, claim: str, args: Mapping[str, Any], runs: Sequence[str]) -> pd.DataFrame:
+        table = per_model(claim, self.r_energy, self.losses, self.info, args)
+        return _complete(claim, select(table, runs), runs, "the computed per-model table")
 
 
 #: columns of step numbers that may be empty (no checkpoint on that side, no source step): whole
@@ -75,11 +107,23 @@ def _read_models(path: Path) -> pd.DataFrame:
     return pd.read_csv(path, dtype=dtype)
 
 
-def load_models(folder: str | Path, *, warmup: bool = False) -> ModelTables:
+def load_models(folder: str | Path, tables: str | Path, *, warmup: bool = False) -> ModelTables:
     """The per-model stage's tables in ``folder`` (``warmup``: its A7 table of the warm-up
-    alternative's runs)."""
+    alternative's runs), after checking they were computed from the gradient-energy tables in
+    ``tables`` (the SHA-256 of each, recorded in ``views.json``)."""
     out = Path(folder)
     views = json.loads((out / VIEWS_FILE).read_text())
+    inputs = "warmup_inputs" if warmup else "inputs"
+    if inputs not in views:
+        raise ValueError(
+            f"{out}/{VIEWS_FILE} records no per-model tables of {tables}: the stage ran before "
+            "those tables existed; run `dvc repro gradient_energy_models`"
+        )
+    if views[inputs] != sha256_files(tables, INPUTS):
+        raise ValueError(
+            f"the per-model tables in {out} were computed from other tables than those in "
+            f"{tables} (their SHA-256 differ): run `dvc repro gradient_energy_models`"
+        )
     if warmup:
         return ModelTables({"A7": _read_models(out / WARMUP_FILE)}, views[WARMUP], str(out))
     frames = {c: _read_models(out / f) for c, f in MODEL_FILES.items()}
@@ -91,8 +135,8 @@ class Tables:
     """The stage's tables: ``r_energy`` (one row per run, step, layer, k, source of T),
     ``losses`` (evaluation loss and unigram entropy per run and step), ``summary`` (the
     stage's ``summary.json``: runs with family, seed and size; the v1/v2 counts), ``models``
-    (each model's A4, A6, A7 numbers, :class:`ModelTables`) and ``warmup``: the same tables of
-    A7's warm-up alternative (``None``: not measured)."""
+    (each model's A4, A6, A7 numbers: the stage's :class:`ModelTables`, or :class:`Computed`)
+    and ``warmup``: the same tables of A7's warm-up alternative (``None``: not measured)."""
 
     r_energy: pd.DataFrame
     losses: pd.DataFrame
@@ -104,26 +148,27 @@ class Tables:
         return Path(run).name
 
 
+def _measures(folder: str | Path, models: str | Path | None, warmup: bool = False) -> Tables:
+    out = Path(folder)
+    r_energy, losses = pd.read_csv(out / "r_energy.csv"), pd.read_csv(out / "losses.csv")
+    summary = json.loads((out / "summary.json").read_text())
+    per = (
+        Computed(r_energy, losses, summary["runs"])
+        if models is None
+        else load_models(models, out, warmup=warmup)
+    )
+    return Tables(r_energy, losses, summary, per)
+
+
 def load_tables(
-    out_dir: str | Path, models_dir: str | Path, warmup_dir: str | Path | None = None
+    out_dir: str | Path, models_dir: str | Path | None, warmup_dir: str | Path | None = None
 ) -> Tables:
     """The tables :mod:`geolib.experiments.gradient_energy` wrote in ``out_dir`` and the
-    per-model tables in ``models_dir`` (with ``warmup_dir``, A7's warm-up alternative's too)."""
-    out = Path(out_dir)
-    return Tables(
-        pd.read_csv(out / "r_energy.csv"),
-        pd.read_csv(out / "losses.csv"),
-        json.loads((out / "summary.json").read_text()),
-        load_models(models_dir),
-        None
-        if warmup_dir is None
-        else Tables(
-            pd.read_csv(Path(warmup_dir) / "r_energy.csv"),
-            pd.read_csv(Path(warmup_dir) / "losses.csv"),
-            json.loads((Path(warmup_dir) / "summary.json").read_text()),
-            load_models(models_dir, warmup=True),
-        ),
-    )
+    per-model tables in ``models_dir`` (``None``: computed when asked, :class:`Computed`); with
+    ``warmup_dir``, A7's warm-up alternative's too."""
+    main = _measures(out_dir, models_dir)
+    warm = None if warmup_dir is None else _measures(warmup_dir, models_dir, warmup=True)
+    return Tables(main.r_energy, main.losses, main.summary, main.models, warm)
 
 
 def on_steps(tables: Tables, steps: tuple[int, ...] | None) -> Tables:

@@ -126,11 +126,14 @@ def read(
     """This chapter's section and the tables it decides on
     (:mod:`geolib.verdicts.chapters.interface`); A7's warm-up alternative's tables come from its
     own stage (``warmup_gradient_energy``) where it has run; each model's numbers from the
-    per-model stage (``gradient_energy_models``)."""
+    per-model stage (``gradient_energy_models``), which computed them with the parameters
+    file's numbers, or, under ``overrides``, computed when asked by the stage's own functions
+    (:class:`~geolib.verdicts.chapters.energy_tables.Computed`)."""
     section = read_section(params_path, overrides)
     warmup = Path(stage_params(params_path, "warmup_gradient_energy")["out_dir"])
-    models = stage_params(params_path, "gradient_energy_models")["out_dir"]
-    return section, load_tables(section.raw["out_dir"], models, warmup if warmup.is_dir() else None)
+    models = None if overrides else stage_params(params_path, "gradient_energy_models")["out_dir"]
+    measured = (warmup / "summary.json").is_file()  # as the per-model stage asks
+    return section, load_tables(section.raw["out_dir"], models, warmup if measured else None)
 
 
 def _steps(steps: list[int] | None) -> tuple[int, ...] | None:

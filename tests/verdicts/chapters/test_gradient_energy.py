@@ -4,7 +4,6 @@ hand-made tables (a few models, layers and checkpoints), with the numbers checke
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -92,20 +91,7 @@ def tables(models: dict[str, dict], layers=("block1", "block2"), ks=(2, 4, 8)):
                         )
     summary = {"runs": runs}
     r, lo = pd.DataFrame(rows), pd.DataFrame(losses)
-    return et.Tables(r, lo, summary, Computed(r, lo, runs))
-
-
-@dataclass(frozen=True)
-class Computed:
-    """Per-model tables computed when asked, as the per-model stage computes them (its test
-    checks that what it writes reads back the same)."""
-
-    r_energy: pd.DataFrame
-    losses: pd.DataFrame
-    info: dict
-
-    def rows(self, claim, args, runs):
-        return et.select(em.per_model(claim, self.r_energy, self.losses, self.info, args), runs)
+    return et.Tables(r, lo, summary, et.Computed(r, lo, runs))
 
 
 def info(t, *runs):
