@@ -24,16 +24,6 @@ def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
-def sha256_files(folder: str | Path, names: tuple[str, ...]) -> dict[str, str]:
-    """:func:`sha256_file` of each of ``names`` in ``folder``, by name: what a table computed
-    from them records, so that a reader can tell it was computed from the files it reads."""
-    out = Path(folder)
-    missing = [n for n in names if not (out / n).is_file()]
-    if missing:
-        raise FileNotFoundError(f"{out} lacks {missing}")
-    return {n: sha256_file(out / n) for n in names}
-
-
 def atomic_tmp(path: str | Path) -> Path:
     """The temporary a write of ``path`` goes through: ``.<stem>.tmp<suffix>`` beside it (the
     suffix kept, which some writers, e.g. ``np.savez``, insist on)."""

@@ -27,7 +27,7 @@ from typing import Any
 
 import pandas as pd
 
-from geolib.files import sha256_files, write_csv, write_json
+from geolib.files import sha256_file, write_csv, write_json
 from geolib.measure import validate as check
 from geolib.measure.energy_per_model import CLAIMS, INPUTS, declared_views, per_model
 from geolib.stage import stage
@@ -41,10 +41,11 @@ def fingerprint(folder: str | Path) -> dict[str, str]:
     """SHA-256 of each of :data:`~geolib.measure.energy_per_model.INPUTS` in ``folder``: what
     the per-model tables were computed from (the chapter compares it with the tables it
     reads)."""
-    try:
-        return sha256_files(folder, INPUTS)
-    except FileNotFoundError as e:
-        raise FileNotFoundError(f"{e}: run the gradient_energy stage first") from None
+    out = Path(folder)
+    missing = [n for n in INPUTS if not (out / n).is_file()]
+    if missing:
+        raise FileNotFoundError(f"{out} lacks {missing}: run the gradient_energy stage first")
+    return {n: sha256_file(out / n) for n in INPUTS}
 
 
 def read_stage_tables(folder: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:

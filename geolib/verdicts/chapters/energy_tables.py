@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import pandas as pd
 
-from geolib.files import sha256_files
+from geolib.files import sha256_file
 from geolib.measure.energy_per_model import EVERY_RUN, INPUTS, per_model
 from geolib.verdicts.learners import Learners, learners_of_runs
 
@@ -119,7 +119,7 @@ def load_models(folder: str | Path, tables: str | Path, *, warmup: bool = False)
             f"{out}/{VIEWS_FILE} records no per-model tables of {tables}: the stage ran before "
             "those tables existed; run `dvc repro gradient_energy_models`"
         )
-    if views[inputs] != sha256_files(tables, INPUTS):
+    if views[inputs] != {n: sha256_file(Path(tables) / n) for n in INPUTS}:
         raise ValueError(
             f"the per-model tables in {out} were computed from other tables than those in "
             f"{tables} (their SHA-256 differ): run `dvc repro gradient_energy_models`"
