@@ -2,7 +2,9 @@
 :mod:`geolib.experiments.gradient_energy` and each trained model's A4, A6 and A7 numbers, which
 :mod:`geolib.experiments.gradient_energy_models` computed from them (:class:`ModelTables`). The
 chapter (:mod:`geolib.verdicts.chapters.gradient_energy`) reads both and applies its rules; it
-computes no per-model number.
+computes no per-model number. Only a notebook rerun with overrides, whose numbers the stage did
+not use, has its per-model tables computed when asked, by the stage's own functions
+(:class:`Computed`).
 """
 
 from __future__ import annotations
