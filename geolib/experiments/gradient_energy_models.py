@@ -28,13 +28,12 @@ from typing import Any
 import pandas as pd
 
 from geolib.files import sha256_file, write_csv, write_json
+from geolib.measure import energy_per_model as em
 from geolib.measure import validate as check
-from geolib.measure.energy_per_model import CLAIMS, INPUTS, declared_views, per_model
 from geolib.stage import stage
 
 #: the sections whose tables this stage reads (``dvc.yaml`` declares their keys it depends on)
 TABLES, WARMUP_TABLES = "gradient_energy", "warmup_gradient_energy"
-WARMUP = "warmup"
 
 
 def fingerprint(folder: str | Path) -> dict[str, str]:
@@ -42,10 +41,10 @@ def fingerprint(folder: str | Path) -> dict[str, str]:
     the per-model tables were computed from (the chapter compares it with the tables it
     reads)."""
     out = Path(folder)
-    missing = [n for n in INPUTS if not (out / n).is_file()]
+    missing = [n for n in em.INPUTS if not (out / n).is_file()]
     if missing:
         raise FileNotFoundError(f"{out} lacks {missing}: run the gradient_energy stage first")
-    return {n: sha256_file(out / n) for n in INPUTS}
+    return {n: sha256_file(out / n) for n in em.INPUTS}
 
 
 def read_stage_tables(folder: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
@@ -74,7 +73,7 @@ def views_table(
             continue
         key = json.dumps(args, sort_keys=True)
         if key not in done:
-            done[key] = per_model(claim, r_energy, losses, runs, args)
+            done[key] = em.per_model(claim, r_energy, losses, runs, args)
         parts.append(done[key].assign(view=name))
         written[name] = dict(args)
     table = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["view"])
@@ -99,19 +98,20 @@ def run_stage(
     out = Path(p["out_dir"])
     out.mkdir(parents=True, exist_ok=True)
     r_energy, losses, runs = read_stage_tables(section["out_dir"])
-    views = declared_views(section, margin)
-    written: dict[str, Any] = {"inputs": fingerprint(section["out_dir"])}
-    for claim in CLAIMS:
+    views = em.declared_views(section, margin)
+    written: dict[str, Any] = {em.INPUTS_KEY[False]: fingerprint(section["out_dir"])}
+    for claim in em.CLAIMS:
         table, written[claim] = views_table(claim, views[claim], r_energy, losses, runs)
-        write_csv(out / f"{claim.lower()}.csv", table, index=False)
+        write_csv(out / em.TABLE_FILES[claim], table, index=False)
     if has_tables(warmup_dir):
         tables = read_stage_tables(warmup_dir)
         table, own = views_table("A7", {"primary": views["A7"]["primary"]}, *tables)
-        write_csv(out / "warmup_a7.csv", table, index=False)
-        written[WARMUP] = {"A7": own}
-        written["warmup_inputs"] = fingerprint(warmup_dir)
-    write_json(out / "views.json", written, indent=1, sort_keys=True)
-    return {c: sorted(written[c]) for c in CLAIMS} | {"runs": len(runs), WARMUP: WARMUP in written}
+        write_csv(out / em.WARMUP_FILE, table, index=False)
+        written[em.WARMUP] = {"A7": own}
+        written[em.INPUTS_KEY[True]] = fingerprint(warmup_dir)
+    write_json(out / em.VIEWS_FILE, written, indent=1, sort_keys=True)
+    warmed = {em.WARMUP: em.WARMUP in written}
+    return {c: sorted(written[c]) for c in em.CLAIMS} | {"runs": len(runs)} | warmed
 
 
 def main(argv: list[str] | None = None) -> int:

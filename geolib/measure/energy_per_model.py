@@ -32,9 +32,14 @@ import pandas as pd
 from geolib.measure import validate as check
 from geolib.measure.energy_counts import REFIT
 
-CLAIMS = ("A4", "A6", "A7")
 #: the gradient-energy stage's tables these numbers are computed from, by its file names
 INPUTS = ("r_energy.csv", "losses.csv", "summary.json")
+#: what the per-model stage writes, by the names its reader looks for: one table per claim, the
+#: warm-up alternative's A7 table, and ``views.json`` (each view's arguments by claim, the
+#: warm-up's under :data:`WARMUP`; the SHA-256 of :data:`INPUTS` under ``INPUTS_KEY[warmup]``)
+TABLE_FILES = {"A4": "a4.csv", "A6": "a6.csv", "A7": "a7.csv"}
+WARMUP_FILE, VIEWS_FILE, WARMUP = "warmup_a7.csv", "views.json", "warmup"
+INPUTS_KEY = {False: "inputs", True: "warmup_inputs"}
 #: the claims whose tables hold a row for every run measured (A7 leaves out a run with no
 #: checkpoint in its searched window)
 EVERY_RUN = ("A4", "A6")
@@ -287,6 +292,7 @@ def a7_per_model(
 
 
 PER_MODEL = {"A4": a4_per_model, "A6": a6_per_model, "A7": a7_per_model}
+CLAIMS = tuple(PER_MODEL)
 
 
 def view(

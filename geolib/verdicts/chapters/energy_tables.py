@@ -18,13 +18,18 @@ from typing import Any, Protocol
 import pandas as pd
 
 from geolib.files import sha256_file
-from geolib.measure.energy_per_model import EVERY_RUN, INPUTS, per_model
+from geolib.measure.energy_per_model import (
+    EVERY_RUN,
+    INPUTS,
+    INPUTS_KEY,
+    TABLE_FILES,
+    VIEWS_FILE,
+    WARMUP,
+    WARMUP_FILE,
+    per_model,
+)
+from geolib.measure.energy_per_model import on_steps as on_table_steps
 from geolib.verdicts.learners import Learners, learners_of_runs
-
-#: the per-model stage's file names: one table per claim, the warm-up alternative's A7 table,
-#: and the arguments of every view it wrote
-MODEL_FILES = {"A4": "a4.csv", "A6": "a6.csv", "A7": "a7.csv"}
-WARMUP_FILE, VIEWS_FILE, WARMUP = "warmup_a7.csv", "views.json", "warmup"
 
 
 class PerModel(Protocol):
@@ -81,7 +86,7 @@ class ModelTables:
             )
         table = self.frames[claim]
         rows = select(table[table["view"] == name].drop(columns="view"), runs)
-        return _complete(claim, rows, runs, f"{self.folder}/{MODEL_FILES[claim]}")
+        return _complete(claim, rows, runs, f"{self.folder}/{TABLE_FILES[claim]}")
 
 
 @dataclass(frozen=True)
@@ -115,7 +120,7 @@ def load_models(folder: str | Path, tables: str | Path, *, warmup: bool = False)
     ``tables`` (the SHA-256 of each, recorded in ``views.json``)."""
     out = Path(folder)
     views = json.loads((out / VIEWS_FILE).read_text())
-    inputs = "warmup_inputs" if warmup else "inputs"
+    inputs = INPUTS_KEY[warmup]
     if inputs not in views:
         raise ValueError(
             f"{out}/{VIEWS_FILE} records no per-model tables of {tables}: the stage ran before "
@@ -128,8 +133,8 @@ def load_models(folder: str | Path, tables: str | Path, *, warmup: bool = False)
         )
     if warmup:
         return ModelTables({"A7": _read_models(out / WARMUP_FILE)}, views[WARMUP], str(out))
-    frames = {c: _read_models(out / f) for c, f in MODEL_FILES.items()}
-    return ModelTables(frames, {c: views[c] for c in MODEL_FILES}, str(out))
+    frames = {c: _read_models(out / f) for c, f in TABLE_FILES.items()}
+    return ModelTables(frames, {c: views[c] for c in TABLE_FILES}, str(out))
 
 
 @dataclass(frozen=True)
@@ -174,18 +179,14 @@ def load_tables(
 
 
 def on_steps(tables: Tables, steps: tuple[int, ...] | None) -> Tables:
-    """``tables`` with only the checkpoints at ``steps`` (``None``: all of them): what A4's
-    units and A6's matched progress read (``gradient_energy.verdict_steps``)."""
+    """``tables`` with only the checkpoints at ``steps`` (``None``: all of them;
+    :func:`geolib.measure.energy_per_model.on_steps`): the checkpoints A4 and A6 read
+    (``gradient_energy.verdict_steps``), where the chapter asks who learned and which ranks were
+    measured."""
     if steps is None:
         return tables
-    keep = set(steps)
-    return Tables(
-        tables.r_energy[tables.r_energy["step"].isin(keep)],
-        tables.losses[tables.losses["step"].isin(keep)],
-        tables.summary,
-        tables.models,
-        tables.warmup,
-    )
+    r_energy, losses = on_table_steps(tables.r_energy, tables.losses, steps)
+    return Tables(r_energy, losses, tables.summary, tables.models, tables.warmup)
 
 
 def learned_models(tables: Tables, margin: float) -> Learners:
