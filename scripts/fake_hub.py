@@ -124,14 +124,13 @@ def byte_tokenizer(folder: Path, extra: tuple[str, ...] = ()):
 
 def tiny_model(family: str, vocab_size: int, seed: int):
     """A random 16-wide, 2-block model of ``family`` (our families' transformers classes)."""
-    from geolib.models.families import ModelConfig, build_model, quiet_progress
+    from geolib.models.families import ModelConfig, SpecialTokens, build_model, quiet_progress
 
     d_ff = 24 if family == "olmo" else 32
     cfg = ModelConfig(family=family, d_model=16, n_layers=2, n_heads=2, d_ff=d_ff, context=64)
     with quiet_progress():
-        return build_model(
-            cfg, vocab_size, pad_token_id=257, bos_token_id=256, eos_token_id=256, seed=seed
-        )
+        special = SpecialTokens(pad=257, bos=256, eos=256)
+        return build_model(cfg, vocab_size, special=special, seed=seed)
 
 
 def build_models(cache: Path) -> dict[str, dict[str, str]]:

@@ -13,12 +13,12 @@ training-length study (``length_train``); ``saturation``, claim B6's runs
 (``saturation_train``); ``sweep``, Paper B's grid, trained a cell at a time (``sweep_train``:
 a cell is one size at one batch size, its points trained one after another, the smaller
 budgets branched from the largest), or one point by name (a cluster job). A named run is built
-by its design and trained by :func:`~geolib.models.train.train`
-(:func:`~geolib.models.train.named_runs_main`); a cell is trained by its design's own
-``trainer``. Each design's module is imported only when it is asked for, so that a stage reaches
-(and depends on) its own design's code alone: an edit to one design retrains no other. An edit
-to this module reruns every training stage, which finds its runs finished and leaves them (a
-run's identity is its configuration, data and training code: :mod:`geolib.models.resume`).
+by its design and trained by :func:`~geolib.models.train.train`; a cell is trained by its
+design's own ``trainer``. Each design's module is imported only when it is asked for, so that a
+stage reaches (and depends on) its own design's code alone: an edit to one design retrains no
+other. An edit to this module reruns every training stage, which finds its runs finished and
+leaves them (a run's identity is its configuration, data and training code:
+:mod:`geolib.models.resume`).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import ModuleType
@@ -33,7 +34,7 @@ from types import ModuleType
 from geolib.config import load_params
 from geolib.models import runs
 from geolib.models.device import resolve_device
-from geolib.models.train import named_runs_main
+from geolib.models.train import train
 from geolib.stage import add_jobs_option
 
 PROG = "python -m geolib.models.designs"
@@ -92,34 +93,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     design = DESIGNS[args[0]]
-    module = importlib.import_module(design.module)
-    if design.build is None:
-        return _trained_by_design(args[0], design, module, args[1:])
-    return named_runs_main(
-        args[1:],
-        prog=f"{PROG} {args[0]}",
-        description=module.__doc__,
-        noun=design.noun,
-        stage=design.stage,
-        listed=getattr(module, design.listed),
-        build=getattr(module, design.build),
-    )
+    return _command(args[0], design, importlib.import_module(design.module), args[1:])
 
 
-def _trained_by_design(
-    design_name: str, design: Design, module: ModuleType, argv: list[str]
-) -> int:
-    """The command line of a design whose units its ``trainer`` trains: ``names``, and ``train
-    NAME`` after checking the device (the same commands as a design of named runs, with
+def _command(design_name: str, design: Design, module: ModuleType, argv: list[str]) -> int:
+    """A design's command line: ``names`` prints its units (``listed(params)``); ``train NAME``
+    checks the device first (building a configuration may read the tokenizer, which a wrong
+    device must not reach), then trains the unit: a named run with
+    :func:`~geolib.models.train.train`, on the configuration and folder that
+    ``build(params_path, NAME)`` gives, or a cell by the design's ``trainer`` (which takes
     ``--jobs``: runs at once on the cores)."""
-    assert design.trainer is not None
     parser = argparse.ArgumentParser(prog=f"{PROG} {design_name}", description=module.__doc__)
     parser.add_argument("--params", default="params.yaml")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("names", help=f"print the {design.noun}s")
     one = sub.add_parser("train", help=f"train one {design.noun} (stage {design.stage}@NAME)")
     one.add_argument("name")
-    add_jobs_option(one)
+    if design.trainer is not None:
+        add_jobs_option(one)
     runs.add_supersede_option(one)
     args = parser.parse_args(argv)
     params = load_params(args.params)
@@ -127,14 +118,26 @@ def _trained_by_design(
         print("\n".join(getattr(module, design.listed)(params)))
         return 0
     resolve_device(params.get("common", {}).get("device", "cpu"))
-    getattr(module, design.trainer)(
-        args.params,
-        args.name,
-        jobs=args.jobs,
-        log=lambda m: print(m, file=sys.stderr),
-        supersede_into=args.supersede_into,
-    )
+    if design.trainer is not None:
+        getattr(module, design.trainer)(
+            args.params,
+            args.name,
+            jobs=args.jobs,
+            log=_log,
+            supersede_into=args.supersede_into,
+        )
+        return 0
+    assert design.build is not None
+    t0 = time.perf_counter()
+    cfg, run_dir = getattr(module, design.build)(args.params, args.name)
+    _log(f"{args.name}: {cfg.total_steps} steps, {cfg.total_steps * cfg.tokens_per_step:,} tokens")
+    train(cfg, run_dir, progress=False, supersede_into=args.supersede_into)
+    _log(f"{args.name}: trained in {time.perf_counter() - t0:.0f} s")
     return 0
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -108,14 +108,17 @@ class ModelConfig:
         return asdict(self)
 
 
-def hf_config(
-    cfg: ModelConfig,
-    vocab_size: int,
-    *,
-    pad_token_id: int | None = None,
-    bos_token_id: int | None = None,
-    eos_token_id: int | None = None,
-):
+@dataclass(frozen=True)
+class SpecialTokens:
+    """The special-token ids a model's configuration records (``None``: none, or for BERT's
+    padding the family's default, 0)."""
+
+    pad: int | None = None
+    bos: int | None = None
+    eos: int | None = None
+
+
+def hf_config(cfg: ModelConfig, vocab_size: int, special: SpecialTokens = SpecialTokens()):
     """The ``transformers`` configuration object of ``cfg`` (not yet a model)."""
     from transformers import BertConfig, GPTNeoXConfig, Olmo2Config
 
@@ -129,9 +132,9 @@ def hf_config(
         "max_position_embeddings": cfg.context,
         "initializer_range": cfg.init_std,
         "use_cache": False,
-        "pad_token_id": pad_token_id,
-        "bos_token_id": bos_token_id,
-        "eos_token_id": eos_token_id,
+        "pad_token_id": special.pad,
+        "bos_token_id": special.bos,
+        "eos_token_id": special.eos,
     }
     if cfg.family == "pythia":
         return GPTNeoXConfig(
@@ -166,7 +169,7 @@ def hf_config(
         type_vocab_size=1,
         layer_norm_eps=cfg.norm_eps,
         tie_word_embeddings=True if cfg.tie_embeddings is None else cfg.tie_embeddings,
-        **{**shared, "pad_token_id": 0 if pad_token_id is None else pad_token_id},
+        **{**shared, "pad_token_id": 0 if special.pad is None else special.pad},
     )
 
 
@@ -180,9 +183,7 @@ def build_model(
     cfg: ModelConfig,
     vocab_size: int,
     *,
-    pad_token_id: int | None = None,
-    bos_token_id: int | None = None,
-    eos_token_id: int | None = None,
+    special: SpecialTokens = SpecialTokens(),
     seed: int | None = None,
 ) -> PreTrainedModel:
     """A randomly initialised model of ``cfg`` (``transformers``' own initialisation).
@@ -190,13 +191,7 @@ def build_model(
     With ``seed`` the weights depend only on it (the global torch RNG is seeded first).
     ``vocab_size`` is used as given (no padding), so every row of ``W`` is a real token.
     """
-    config = hf_config(
-        cfg,
-        vocab_size,
-        pad_token_id=pad_token_id,
-        bos_token_id=bos_token_id,
-        eos_token_id=eos_token_id,
-    )
+    config = hf_config(cfg, vocab_size, special)
     # "auto" is resolved by the training configuration (geolib.models.train.attention_for);
     # a model built without one gets SDPA
     attention = "sdpa" if cfg.attn_implementation == "auto" else cfg.attn_implementation

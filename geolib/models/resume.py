@@ -39,6 +39,7 @@ TRAINING_CODE = (
     "geolib.data.tokens",
     "geolib.data.windows",
     "geolib.files",
+    "geolib.models.branch",
     "geolib.models.device",
     "geolib.models.families",
     "geolib.models.resume",

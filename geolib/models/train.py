@@ -32,7 +32,7 @@ import os
 import platform
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -48,11 +48,7 @@ from geolib.data.windows import IGNORE_INDEX, mask_tokens, sample_windows
 from geolib.models import runs
 from geolib.models.branch import Branch, start_branch
 from geolib.models.device import resolve_device
-from geolib.models.families import (
-    build_model,
-    count_params,
-    matmul_params,
-)
+from geolib.models.families import SpecialTokens, build_model, count_params, matmul_params
 from geolib.models.resume import (
     Clock,
     Trainee,
@@ -383,14 +379,8 @@ def _train(
     train_tokens = load_tokens(cfg.train_tokens, vocab.size)
     eval_set = validation_batches(cfg, vocab)
 
-    model = build_model(
-        cfg.model,
-        vocab.size,
-        pad_token_id=vocab.pad,
-        bos_token_id=vocab.bos,
-        eos_token_id=vocab.eos,
-        seed=cfg.seed,
-    ).to(device)
+    special = SpecialTokens(pad=vocab.pad, bos=vocab.bos, eos=vocab.eos)
+    model = build_model(cfg.model, vocab.size, special=special, seed=cfg.seed).to(device)
     optimizer = make_optimizer(model, cfg)
     rng = np.random.default_rng(cfg.seed)  # the order of the training windows
     clock = Clock()
@@ -506,46 +496,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     keys = ("params", "final_val_loss", "train_time_s", "tokens_per_s")
     print(json.dumps({k: summary.get(k) for k in keys}), file=sys.stderr)
-    return 0
-
-
-def named_runs_main(
-    argv: list[str] | None,
-    *,
-    prog: str,
-    description: str | None,
-    noun: str,
-    stage: str,
-    listed: Callable[[Mapping[str, Any]], list[str]],
-    build: Callable[[str, str], tuple[TrainConfig, Path]],
-) -> int:
-    """The command line of a design of named runs (the ladder's rungs, the replicates, the
-    training-length study): ``names`` prints them (``listed(params)``), ``train NAME`` trains
-    one (stage ``STAGE@NAME``; ``build(params_path, name)`` gives its configuration and run
-    directory), after checking the device (building a configuration may read the tokenizer,
-    which a wrong device must not reach)."""
-    parser = argparse.ArgumentParser(prog=prog, description=description)
-    parser.add_argument("--params", default="params.yaml")
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("names", help=f"print the {noun}s")
-    one = sub.add_parser("train", help=f"train one {noun} (stage {stage}@NAME)")
-    one.add_argument("name")
-    runs.add_supersede_option(one)
-    args = parser.parse_args(argv)
-    if args.command == "names":
-        from geolib.config import load_params
-
-        print("\n".join(listed(load_params(args.params))))
-        return 0
-    from geolib.config import load_params
-
-    resolve_device(load_params(args.params).get("common", {}).get("device", "cpu"))
-    t0 = time.perf_counter()
-    cfg, run_dir = build(args.params, args.name)
-    steps = f"{cfg.total_steps} steps, {cfg.total_steps * cfg.tokens_per_step:,} tokens"
-    print(f"{args.name}: {steps}", file=sys.stderr)
-    train(cfg, run_dir, progress=False, supersede_into=args.supersede_into)
-    print(f"{args.name}: trained in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     return 0
 
 

@@ -78,8 +78,29 @@ def test_a_design_that_trains_its_units_gets_the_name_jobs_and_supersede_folder(
     path = tmp_path / "params.yaml"
     path.write_text(yaml.safe_dump({"common": {"device": "cpu"}}))
     argv = ["--params", str(path), "train", "c2", "--jobs", "3", "--supersede-into", "old"]
-    assert designs._trained_by_design("fake", design, module, argv) == 0
+    assert designs._command("fake", design, module, argv) == 0
     assert calls == [(str(path), "c2", 3, "old")]
+
+
+def test_a_design_of_named_runs_trains_the_run_its_build_gives(tmp_path, monkeypatch, capsys):
+    """A ``build`` design (the ladder, the replicates, …): ``train NAME`` checks the device,
+    builds the run's configuration and folder from the parameters file, and trains it with the
+    one training loop and the supersede folder; it takes no ``--jobs``."""
+    cfg = types.SimpleNamespace(total_steps=4, tokens_per_step=32)
+    module = types.ModuleType("fake_runs", "Fake named runs.")
+    module.listed = lambda params: ["r1"]
+    module.build = lambda path, name: (cfg, tmp_path / name)
+    calls = []
+    monkeypatch.setattr(designs, "train", lambda c, d, **kw: calls.append((c, d, kw)))
+    design = designs.Design("fake_runs", "run", "fake_train", "listed", "build")
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump({"common": {"device": "cpu"}}))
+    argv = ["--params", str(path), "train", "r1", "--supersede-into", "old"]
+    assert designs._command("fake", design, module, argv) == 0
+    assert calls == [(cfg, tmp_path / "r1", {"progress": False, "supersede_into": "old"})]
+    assert "r1: 4 steps, 128 tokens" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        designs._command("fake", design, module, [*argv, "--jobs", "2"])
 
 
 def test_the_sweep_trains_a_cell_or_one_point_and_refuses_other_names(monkeypatch):

@@ -10,6 +10,7 @@ from geolib.measure.probes import is_decoder, unembedding
 from geolib.models.families import (
     FAMILIES,
     ModelConfig,
+    SpecialTokens,
     build_model,
     count_params,
     head_matmul_params,
@@ -42,6 +43,17 @@ def test_build_families(family):
     out = model(input_ids=torch.randint(0, V, (2, 16))).logits
     assert out.shape == (2, 16, V)
     assert torch.isfinite(out).all()
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_special_token_ids_are_recorded_in_the_configuration(family):
+    """The ids given are the configuration's; without them a decoder records none and BERT
+    pads with 0 (its family's default)."""
+    config = build_model(tiny(family), V, special=SpecialTokens(pad=5, bos=6, eos=7)).config
+    assert (config.pad_token_id, config.bos_token_id, config.eos_token_id) == (5, 6, 7)
+    bare = build_model(tiny(family), V).config
+    expected = (0 if family == "bert" else None, None, None)
+    assert (bare.pad_token_id, bare.bos_token_id, bare.eos_token_id) == expected
 
 
 def test_default_sizes_are_miniature():
