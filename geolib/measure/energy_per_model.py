@@ -304,8 +304,7 @@ def view(
     one alternative's ``change``, as JSON values: what the stage writes beside each table and
     what the chapter looks a table up by. A4 and A6 read the declared ``verdict_steps`` unless
     the change says ``steps: all``; A7 reads every checkpoint."""
-    if claim not in PER_MODEL:
-        raise ValueError(f"claim must be one of {list(PER_MODEL)}, got {claim!r}")
+    check.one_of("claim", claim, PER_MODEL)
     c = dict(change or {})
     k = int(c.get("k", section["key_rank"]))
     declared = section.get("verdict_steps")

@@ -7,6 +7,7 @@ Bad parameters raise ``ValueError`` naming the parameter. Every random draw come
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,14 @@ def scalar(name: str, value: Any, *, low: float | None = None, strict: bool = Fa
     if low is not None and (x <= low if strict else x < low):
         raise ValueError(f"{name} must be {'>' if strict else '>='} {low}, got {x}")
     return x
+
+
+def one_of(name: str, value: Any, options: Iterable[Any]) -> Any:
+    """``value`` if it is one of ``options``; else an error naming ``name`` and the options."""
+    allowed = list(options)
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+    return value
 
 
 def kappa_value(kappa: Any) -> float:

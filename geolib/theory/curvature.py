@@ -121,8 +121,7 @@ class RadialDensity:
     shape: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.kind not in DENSITY_KINDS:
-            raise ValueError(f"kind must be one of {DENSITY_KINDS}, got {self.kind!r}")
+        check.one_of("kind", self.kind, DENSITY_KINDS)
         object.__setattr__(self, "scale", check.scalar("scale", self.scale, low=0.0, strict=True))
         object.__setattr__(self, "shape", check.scalar("shape", self.shape, low=0.0, strict=True))
 
@@ -292,12 +291,10 @@ def select_ball(neighbourhood: Neighbourhood, radius: float, by: str) -> Neighbo
     distance a method that sees points, not the manifold, can use.
     """
     eps = check.scalar("radius", radius, low=0.0, strict=True)
-    if by == "geodesic":
+    if check.one_of("by", by, BALL_METRICS) == "geodesic":
         keep = neighbourhood.radii <= eps
-    elif by == "chord":
-        keep = np.linalg.norm(neighbourhood.points, axis=1) <= eps
     else:
-        raise ValueError(f"by must be one of {BALL_METRICS}, got {by!r}")
+        keep = np.linalg.norm(neighbourhood.points, axis=1) <= eps
     nb = neighbourhood
     return Neighbourhood(
         nb.points[keep], nb.coords[keep], nb.radii[keep], nb.tangent_dims, nb.normal_dims

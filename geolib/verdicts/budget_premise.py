@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from geolib.measure import validate as check
 from geolib.verdicts.rules import INCONCLUSIVE, NOT_RUN, STATUSES
 from geolib.verdicts.settled_premise import WPremise
 
@@ -52,8 +53,7 @@ class AtBudget:
     alternatives: Mapping[str, str]
 
     def __post_init__(self) -> None:
-        if self.budget not in BUDGETS:
-            raise ValueError(f"budget must be one of {BUDGETS}, got {self.budget!r}")
+        check.one_of("budget", self.budget, BUDGETS)
         for what, status in [("status", self.status), *self.alternatives.items()]:
             if status not in STATUSES:
                 raise ValueError(f"{self.budget}: {what} {status!r} is not one of {STATUSES}")

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from geolib.files import write_text_atomic
+from geolib.measure import validate as check
 from geolib.verdicts.markup import checked_name, plain
 from geolib.verdicts.rules import (
     CLAIMS,
@@ -130,12 +131,10 @@ class Claim:
             raise ValueError(f"unknown claim {self.claim_id!r}; known: {', '.join(CLAIMS)}")
         checked_name(f"claim {self.claim_id}: chapter", self.chapter)
         checked_name(f"claim {self.claim_id}: anchor", self.anchor)
-        if self.status not in STATUSES:
-            raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
+        check.one_of("status", self.status, STATUSES)
         if self.status != NOT_RUN and not self.chapter:
             raise ValueError(f"claim {self.claim_id}: an evidence row needs its chapter")
-        if self.evidence not in EVIDENCE:
-            raise ValueError(f"evidence must be one of {EVIDENCE}, got {self.evidence!r}")
+        check.one_of("evidence", self.evidence, EVIDENCE)
         if self.rule_v1 and self.rule_v1 not in STATUSES:
             raise ValueError(f"rule_v1 must be a status {STATUSES}, got {self.rule_v1!r}")
         if self.rule_v2 and self.rule_v2 not in STATUSES:
@@ -146,8 +145,7 @@ class Claim:
             raise ValueError(f"claim {self.claim_id}: a v2 verdict needs the v1 verdict before it")
         if self.rule_v3 and not self.rule_v2:
             raise ValueError(f"claim {self.claim_id}: a v3 verdict needs the v2 verdict before it")
-        if self.decided not in DECIDED:
-            raise ValueError(f"decided must be one of {DECIDED}, got {self.decided!r}")
+        check.one_of("decided", self.decided, DECIDED)
         if self.exploratory and self.decided != PROSPECTIVE:
             raise ValueError(
                 f"claim {self.claim_id}: an exploratory verdict stands beside a prospective one "

@@ -48,6 +48,7 @@ from typing import Any
 
 import pandas as pd
 
+from geolib.measure import validate as check
 from geolib.verdicts.evidence import decide_clipped, decide_count, decide_interval
 from geolib.verdicts.rules import (
     INCONCLUSIVE,
@@ -109,16 +110,14 @@ class Check:
 
     def __post_init__(self) -> None:
         where = f"check of {self.name}"
-        if self.kind not in KINDS:
-            raise ValueError(f"{where}: kind must be one of {KINDS}, got {self.kind!r}")
+        check.one_of(f"{where}: kind", self.kind, KINDS)
         if (self.kind == "rows") != bool(self.reads):
             raise ValueError(f"{where}: a `rows` check, and only it, has `reads`")
         if self.kind == "rows" and self.table is None:
             raise ValueError(f"{where}: a `rows` check reads a table")
         if self.table is not None:
             self._check_table(where)
-        if self.absent not in ABSENT:
-            raise ValueError(f"{where}: absent must be one of {ABSENT}, got {self.absent!r}")
+        check.one_of(f"{where}: absent", self.absent, ABSENT)
         if self.absent == "undefined" and self.kind == "count":
             raise ValueError(f"{where}: a count the stage left out cannot be undefined")
         if self.premise is not None and not self.fails.strip():

@@ -96,8 +96,7 @@ class KeyNumber:
     band: float = 0.0
 
     def __post_init__(self) -> None:
-        if self.status not in STATUSES:
-            raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
+        check.one_of("status", self.status, STATUSES)
         for name in ("estimate", "low", "high", "bar", "band"):
             object.__setattr__(self, name, check.scalar(name, getattr(self, name)))
         if not self.low <= self.estimate <= self.high:
@@ -425,8 +424,7 @@ def combine_statuses(statuses: Iterable[str]) -> str:
     """
     rows = [s for s in statuses if s != NOT_RUN]
     for s in rows:
-        if s not in STATUSES:
-            raise ValueError(f"status must be one of {STATUSES}, got {s!r}")
+        check.one_of("status", s, STATUSES)
     if not rows:
         return NOT_RUN
     if len(set(rows)) == 1:
@@ -477,8 +475,7 @@ def seeds_agreeing(statuses: Iterable[str], status: str) -> str:
     """``"k of n"``: how many per-seed (per-model) verdicts equal the pooled ``status``."""
     rows = list(statuses)
     for s in [*rows, status]:
-        if s not in STATUSES:
-            raise ValueError(f"status must be one of {STATUSES}, got {s!r}")
+        check.one_of("status", s, STATUSES)
     if not rows:
         raise ValueError("no per-seed verdicts")
     return f"{sum(s == status for s in rows)} of {len(rows)}"
@@ -528,8 +525,7 @@ def robustness(status: str, alternatives: Mapping[str, str]) -> str:
     if not alternatives:
         raise ValueError("no alternatives declared: robustness needs at least one")
     for s in [status, *alternatives.values()]:
-        if s not in STATUSES:
-            raise ValueError(f"status must be one of {STATUSES}, got {s!r}")
+        check.one_of("status", s, STATUSES)
     ran = {name: s for name, s in alternatives.items() if s != NOT_RUN}
     skipped = [name for name, s in alternatives.items() if s == NOT_RUN]
     flips = [f"{name} → {s}" for name, s in ran.items() if s != status]

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from geolib.measure import validate as check
 from geolib.verdicts.rules import rule_from_params
 
 KINDS = (int, float, "text", "rule", "mapping", "mappings")
@@ -45,8 +46,7 @@ class Field:
     null: bool = False
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ValueError(f"field {self.key}: kind must be one of {KINDS}, got {self.kind!r}")
+        check.one_of(f"field {self.key}: kind", self.kind, KINDS)
 
 
 _ABSENT = object()

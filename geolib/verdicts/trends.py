@@ -96,8 +96,7 @@ def trend_with_size(
     check.scalar("level", level, low=0.0, strict=True)
     if level >= 1:
         raise ValueError(f"level must be below 1, got {level}")
-    if test not in TESTS:
-        raise ValueError(f"trend test must be one of {sorted(TESTS)}, got {test!r}")
+    check.one_of("trend test", test, sorted(TESTS))
     if x.size == 0:  # every model's key number undefined (e.g. no unit to count)
         why = "no model has this key number defined"
         return Trend(np.nan, np.nan, np.nan, level, 0, 0, np.nan, NO_TREND, why, test)
@@ -146,9 +145,7 @@ class TrendRow:
     def __post_init__(self) -> None:
         if self.claim_id not in CLAIMS:
             raise ValueError(f"unknown claim {self.claim_id!r}; known: {', '.join(CLAIMS)}")
-        if self.words not in (GROWS, SHRINKS, NO_TREND):
-            words = (GROWS, SHRINKS, NO_TREND)
-            raise ValueError(f"trend words must be one of {words}, got {self.words!r}")
+        check.one_of("trend words", self.words, (GROWS, SHRINKS, NO_TREND))
         if not self.anchor:
             raise ValueError(f"claim {self.claim_id}: a trend row needs the anchor of its figure")
         checked_name(f"trend of {self.claim_id}: anchor", self.anchor)

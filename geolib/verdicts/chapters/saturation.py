@@ -171,8 +171,7 @@ def pairs(tables: Tables, section: Section, by: str = "ci") -> pd.DataFrame:
     """One row per (width, seed): its two runs, whether each degrades (``by``: the interval's
     lower bound above 0, or the point estimate), the contrast the claim is about (parallel
     degrades, sequential does not) and whether both runs learned."""
-    if by not in BY:
-        raise ValueError(f"by must be one of {sorted(BY)}, got {by!r}")
+    check.one_of("by", by, sorted(BY))
     par, seq = section.layouts
     who, rows = learned(tables, section), []
     for (width, seed), g in tables.runs.groupby(["width", "seed"], sort=False):
