@@ -36,22 +36,28 @@ from geolib.stage import stage
 TABLES, WARMUP_TABLES = "gradient_energy", "warmup_gradient_energy"
 
 
-def fingerprint(folder: str | Path) -> dict[str, str]:
-    """SHA-256 of each of :data:`~geolib.measure.energy_per_model.INPUTS` in ``folder``: what
-    the per-model tables were computed from (the chapter compares it with the tables it
-    reads)."""
+def _inputs(folder: str | Path) -> Path:
+    """``folder``, after checking it holds every one of
+    :data:`~geolib.measure.energy_per_model.INPUTS` (an error naming the stage to run)."""
     out = Path(folder)
     missing = [n for n in em.INPUTS if not (out / n).is_file()]
     if missing:
         raise FileNotFoundError(f"{out} lacks {missing}: run the gradient_energy stage first")
+    return out
+
+
+def fingerprint(folder: str | Path) -> dict[str, str]:
+    """SHA-256 of each of :data:`~geolib.measure.energy_per_model.INPUTS` in ``folder``: what
+    the per-model tables were computed from (the chapter compares it with the tables it
+    reads)."""
+    out = _inputs(folder)
     return {n: sha256_file(out / n) for n in em.INPUTS}
 
 
 def read_stage_tables(folder: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
     """``(r_energy, losses, runs)`` of a gradient-energy stage's ``folder``; ``runs``: each run's
     family and seed (``summary.json``)."""
-    out = Path(folder)
-    fingerprint(out)  # every input there, or an error naming the stage to run
+    out = _inputs(folder)
     runs = json.loads((out / "summary.json").read_text())["runs"]
     return pd.read_csv(out / "r_energy.csv"), pd.read_csv(out / "losses.csv"), runs
 
